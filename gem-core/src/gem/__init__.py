@@ -1,0 +1,44 @@
+"""GEM: a gym for agentic LLMs.
+
+>>> import gem
+>>> env = gem.make("game:GuessTheNumber-v0-easy")   # doctest: +SKIP
+>>> obs, info = env.reset(seed=0)                    # doctest: +SKIP
+>>> obs, reward, terminated, truncated, info = env.step("\\\\boxed{5}")  # doctest: +SKIP
+
+``import gem`` loads no suite: plugins load on first use of the registry.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from gem import errors
+from gem.core import Env, EnvWrapper, Wrapper
+from gem.hookspecs import hookimpl
+from gem.registration import list_envs, make, make_vec, print_envs, register, spec
+
+__version__ = "0.1.0"
+
+_LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return import_module(f"gem.{name}")
+    raise AttributeError(f"module 'gem' has no attribute {name!r}")
+
+
+__all__ = [
+    "Env",
+    "EnvWrapper",
+    "Wrapper",
+    "errors",
+    "hookimpl",
+    "list_envs",
+    "make",
+    "make_vec",
+    "print_envs",
+    "register",
+    "spec",
+]

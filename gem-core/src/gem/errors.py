@@ -1,0 +1,71 @@
+"""The exceptions GEM raises. Every message says what to do next."""
+
+from __future__ import annotations
+
+
+class GemError(Exception):
+    """Base class of every error GEM raises on purpose."""
+
+
+class InvalidEnvIdError(GemError, ValueError):
+    """An env id does not follow the grammar ``suite:Name[-vN][-variant]``."""
+
+
+class RegistrationError(GemError, ValueError):
+    """A registration was rejected (bad entry point, or an id registered twice)."""
+
+
+class UnknownEnvError(GemError, ValueError):
+    """No env is registered under the requested id.
+
+    Subclasses ``ValueError`` because the reference package raises ``ValueError`` here.
+    """
+
+
+class SuiteNotInstalledError(UnknownEnvError):
+    """The id belongs to a suite whose package is not installed."""
+
+
+class EntryPointError(GemError, ImportError):
+    """A registered entry point could not be imported or called."""
+
+
+class PluginError(GemError):
+    """A plugin failed to load while ``GEM_STRICT_PLUGINS=1``."""
+
+
+class UnknownWrapperError(GemError, ValueError):
+    """No wrapper is registered under the requested name."""
+
+
+class UnknownToolError(GemError, ValueError):
+    """No tool is registered under the requested name."""
+
+
+class VectorEnvError(GemError, RuntimeError):
+    """A sub-env of a vector env raised; the message names its index and id."""
+
+    def __init__(self, message: str, index: int, env_id: str | None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.env_id = env_id
+
+
+class DataUnavailableError(GemError, RuntimeError):
+    """A dataset env's data cannot be loaded here (no offline copy, hub unreachable)."""
+
+
+def did_you_mean(name: str, choices: list[str], n: int = 3) -> str:
+    """Return ``" Did you mean 'x'?"`` for the closest choices, or ``""``."""
+    import difflib
+
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.6)
+    if not close:
+        # ids share long prefixes (``game:Foo-v0-easy``); also try a substring match
+        needle = name.lower().split(":")[-1].split("-")[0]
+        close = [c for c in lowered if needle and needle in c][:n]
+    if not close:
+        return ""
+    quoted = " or ".join(repr(lowered[c]) for c in close)
+    return f" Did you mean {quoted}?"

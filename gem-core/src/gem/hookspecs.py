@@ -1,0 +1,38 @@
+"""The hooks a GEM plugin may implement.
+
+A plugin is a module named by an entry point in the group ``gem``::
+
+    [project.entry-points.gem]
+    mysuite = "mysuite.plugin"
+
+and implements any of these hooks with the :data:`gem.hookimpl` marker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("gem")
+hookimpl = pluggy.HookimplMarker("gem")
+
+
+@hookspec
+def gem_register_envs(registry: Any) -> None:
+    """Register envs: ``registry.register("suite:Name-v0", "pkg.mod:Cls", **defaults)``."""
+
+
+@hookspec
+def gem_register_tools(registry: Any) -> None:
+    """Register tools: ``registry.register("python", factory)``."""
+
+
+@hookspec
+def gem_register_wrappers(registry: Any) -> None:
+    """Register wrappers: ``registry.register("concat", factory, requires_tokenizer=False)``."""
+
+
+@hookspec
+def gem_register_commands(cli: Any) -> None:
+    """Add ``gem`` subcommands: ``cli.add_command("train", run, help="...")``."""

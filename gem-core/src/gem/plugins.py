@@ -1,0 +1,239 @@
+"""Plugin discovery: entry points in the group ``gem``, loaded lazily, one at a time.
+
+``import gem`` loads nothing. The first call that needs the registries (``make``,
+``list_envs``, the CLI, ...) loads gem-core's built-in plugin and then each entry
+point in its own ``try`` block: a broken plugin is reported (a warning, and in
+``gem plugins``) and the others keep working.
+
+Environment variables:
+
+- ``GEM_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry points (built-ins still load).
+- ``GEM_PLUGINS=a,b``: load only these entry-point names.
+- ``GEM_BLOCKED_PLUGINS=a,b``: never load these.
+- ``GEM_STRICT_PLUGINS=1``: a plugin that fails raises :class:`~gem.errors.PluginError`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from gem import hookspecs
+from gem.errors import PluginError
+from gem.registry import EnvRegistry, NamedRegistry
+
+ENTRY_POINT_GROUP = "gem"
+BUILTIN = "gem-core"
+HOOKS = ("gem_register_envs", "gem_register_tools", "gem_register_wrappers", "gem_register_commands")
+
+
+@dataclass
+class PluginInfo:
+    """What ``gem plugins`` shows for one plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    status: str = "ok"  # ok | error | blocked | disabled
+    error: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Catalog:
+    """Everything the plugins registered."""
+
+    envs: EnvRegistry = field(default_factory=EnvRegistry)
+    tools: NamedRegistry = field(default_factory=lambda: NamedRegistry("tool"))
+    wrappers: NamedRegistry = field(default_factory=lambda: NamedRegistry("wrapper"))
+    commands: NamedRegistry = field(default_factory=lambda: NamedRegistry("command"))
+    plugins: list[PluginInfo] = field(default_factory=list)
+
+    def registry_for(self, hook: str) -> Any:
+        return {
+            "gem_register_envs": self.envs,
+            "gem_register_tools": self.tools,
+            "gem_register_wrappers": self.wrappers,
+            "gem_register_commands": self.commands,
+        }[hook]
+
+
+_lock = threading.RLock()
+_catalog: Catalog | None = None
+_loading = threading.local()
+
+
+def _env_list(name: str) -> set[str]:
+    return {p.strip() for p in os.environ.get(name, "").split(",") if p.strip()}
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if (ep.name, ep.value) not in seen:  # a dist on sys.path twice lists its eps twice
+            seen.add((ep.name, ep.value))
+            unique.append(ep)
+    return sorted(unique, key=lambda ep: ep.name)
+
+
+def _fail(info: PluginInfo, exc: BaseException, stage: str) -> None:
+    info.status = "error"
+    info.error = f"{stage}: {type(exc).__name__}: {exc}"
+    message = f"gem plugin {info.name!r} (distribution {info.distribution}) failed to load: {info.error}"
+    if _truthy("GEM_STRICT_PLUGINS"):
+        raise PluginError(message + "\n" + "".join(traceback.format_exception(exc))) from exc
+    warnings.warn(message + " (set GEM_STRICT_PLUGINS=1 to raise)", RuntimeWarning, stacklevel=4)
+
+
+def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, Any]]) -> None:
+    """Register each module with pluggy, then run every hook, one plugin per try block."""
+    pm = pluggy.PluginManager("gem")
+    pm.add_hookspecs(hookspecs)
+    loaded: list[tuple[PluginInfo, Any]] = []
+    for info, _module, obj in modules:
+        if obj is None:
+            continue
+        try:
+            pm.register(obj, name=info.name)
+            loaded.append((info, obj))
+        except Exception as exc:  # noqa: BLE001 - a bad plugin must not stop the others
+            _fail(info, exc, "register")
+    for hook in HOOKS:
+        registry = catalog.registry_for(hook)
+        for info, obj in loaded:
+            if info.status != "ok":
+                continue
+            impl = getattr(obj, hook, None)
+            if impl is None:
+                continue
+            before = len(registry.names() if hasattr(registry, "names") else registry.ids())
+            argname = "cli" if hook == "gem_register_commands" else "registry"
+            try:
+                with registry.registering_as(info.distribution):
+                    impl(**{argname: registry})
+            except Exception as exc:  # noqa: BLE001
+                _fail(info, exc, hook)
+            after = len(registry.names() if hasattr(registry, "names") else registry.ids())
+            info.counts[hook.removeprefix("gem_register_")] = after - before
+
+
+def _discover(catalog: Catalog) -> Catalog:
+    import gem._builtin as builtin
+
+    version = _version("gem-core")
+    modules: list[tuple[PluginInfo, ModuleType | None, Any]] = [
+        (PluginInfo("core", BUILTIN, version, builtin.__name__), builtin, builtin)
+    ]
+    allowed, blocked = _env_list("GEM_PLUGINS"), _env_list("GEM_BLOCKED_PLUGINS")
+    disabled = _truthy("GEM_DISABLE_PLUGIN_AUTOLOAD")
+    for ep in _entry_points():
+        dist = ep.dist.name if ep.dist is not None else "unknown"
+        info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
+        catalog.plugins.append(info)
+        if disabled:
+            info.status = "disabled"
+            continue
+        if ep.name in blocked or (allowed and ep.name not in allowed):
+            info.status = "blocked"
+            continue
+        try:
+            # registrations made at import time (reference-style gem.register calls)
+            # are attributed to this plugin's distribution
+            with catalog.envs.registering_as(dist):
+                module = ep.load()
+        except Exception as exc:  # noqa: BLE001
+            _fail(info, exc, "import")
+            continue
+        modules.append((info, module, module))
+    catalog.plugins.insert(0, modules[0][0])
+    _load(catalog, modules)
+    return catalog
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+def catalog() -> Catalog:
+    """The loaded catalog; loads plugins on first call (thread-safe)."""
+    global _catalog
+    if _catalog is not None:
+        return _catalog
+    with _lock:
+        if _catalog is None:
+            if getattr(_loading, "active", False):
+                # a plugin imported at load time calls gem.register: give it the
+                # catalog under construction
+                return _loading.catalog
+            _loading.active = True
+            try:
+                _loading.catalog = Catalog()
+                _catalog = _discover(_loading.catalog)
+            finally:
+                _loading.active = False
+        return _catalog
+
+
+def reset_catalog() -> None:
+    """Forget what was loaded; the next call reloads plugins (honours env vars anew)."""
+    global _catalog
+    with _lock:
+        _catalog = None
+
+
+@contextmanager
+def isolated(load_plugins: bool = False) -> Iterator[Catalog]:
+    """Swap in a fresh catalog for the duration (used by ``gem.testing`` fixtures).
+
+    With ``load_plugins=False`` only gem-core's built-ins are present.
+    """
+    global _catalog
+    with _lock:
+        saved = _catalog
+        if load_plugins:
+            _catalog = None
+            fresh = catalog()
+        else:
+            env = os.environ.get("GEM_DISABLE_PLUGIN_AUTOLOAD")
+            os.environ["GEM_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            try:
+                _catalog = None
+                fresh = catalog()
+            finally:
+                if env is None:
+                    os.environ.pop("GEM_DISABLE_PLUGIN_AUTOLOAD", None)
+                else:
+                    os.environ["GEM_DISABLE_PLUGIN_AUTOLOAD"] = env
+    try:
+        yield fresh
+    finally:
+        with _lock:
+            _catalog = saved
+
+
+def register_plugin(obj: Any, name: str, distribution: str = "user code") -> PluginInfo:
+    """Load a plugin object or module by hand (e.g. with autoload disabled)."""
+    cat = catalog()
+    info = PluginInfo(name, distribution, "", getattr(obj, "__name__", repr(obj)))
+    cat.plugins.append(info)
+    _load(cat, [(info, None, obj)])
+    return info

@@ -1,0 +1,218 @@
+"""Registries of envs, tools, wrappers and CLI commands, filled by plugins."""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from gem.errors import (
+    EntryPointError,
+    RegistrationError,
+    SuiteNotInstalledError,
+    UnknownEnvError,
+    did_you_mean,
+)
+from gem.ids import package_for, parse_env_id
+
+USER_SOURCE = "user code"
+
+
+def load_entry_point(entry_point: str | Callable[..., Any], what: str) -> Callable[..., Any]:
+    """Import ``"package.module:Attr"`` (or return a callable as is)."""
+    if callable(entry_point):
+        return entry_point
+    module_name, sep, attr = str(entry_point).partition(":")
+    if not sep or not module_name or not attr:
+        raise EntryPointError(f"{what}: entry point {entry_point!r} is not of the form 'package.module:Attr'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EntryPointError(f"{what}: cannot import {module_name!r} ({exc})") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise EntryPointError(f"{what}: module {module_name!r} has no attribute {attr!r}") from exc
+    return obj
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build one registered env: an entry point and its default kwargs."""
+
+    id: str
+    entry_point: str | Callable[..., Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    source: str = USER_SOURCE
+    description: str | None = None
+
+    def make(self, **overrides: Any) -> Any:
+        """Build the env with the spec's defaults updated by ``overrides``."""
+        factory = load_entry_point(self.entry_point, f"env {self.id!r} (from {self.source})")
+        env = factory(**{**self.kwargs, **overrides})
+        for attr, value in (("env_id", self.id), ("spec", self)):
+            try:
+                setattr(env, attr, value)
+            except AttributeError:  # a wrapper returned by the factory: id comes from inside
+                pass
+        return env
+
+    def entry_point_name(self) -> str:
+        ep = self.entry_point
+        return ep if isinstance(ep, str) else f"{ep.__module__}:{getattr(ep, '__qualname__', ep)}"
+
+
+class _Sourced:
+    """Tracks which distribution is registering right now, to attribute entries."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def source(self) -> str:
+        return getattr(self._local, "source", USER_SOURCE)
+
+    @contextmanager
+    def registering_as(self, source: str) -> Iterator[None]:
+        previous = self.source
+        self._local.source = source
+        try:
+            yield
+        finally:
+            self._local.source = previous
+
+
+class EnvRegistry(_Sourced):
+    """Env ids and their specs. Plugins receive it in ``gem_register_envs``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._specs: dict[str, EnvSpec] = {}
+        self._lock = threading.RLock()
+
+    def register(
+        self,
+        id: str,
+        entry_point: str | Callable[..., Any],
+        *,
+        description: str | None = None,
+        **kwargs: Any,
+    ) -> EnvSpec:
+        """Register ``id``; ``entry_point`` is ``"module:Class"`` or a callable.
+
+        Nothing is imported until the env is made. ``kwargs`` become the defaults that
+        :func:`gem.make` overrides.
+        """
+        parse_env_id(id)
+        if not (callable(entry_point) or (isinstance(entry_point, str) and ":" in entry_point)):
+            raise RegistrationError(
+                f"env {id!r}: entry_point must be 'package.module:Class' or a callable, "
+                f"got {entry_point!r}"
+            )
+        spec = EnvSpec(id, entry_point, dict(kwargs), self.source, description)
+        with self._lock:
+            old = self._specs.get(id)
+            if old is not None:
+                if old.source != spec.source:
+                    raise RegistrationError(
+                        f"env id {id!r} is registered by both {old.source!r} and "
+                        f"{spec.source!r}; uninstall one of them or block one with "
+                        "GEM_BLOCKED_PLUGINS"
+                    )
+                if (old.entry_point, old.kwargs) != (spec.entry_point, spec.kwargs):
+                    raise RegistrationError(f"env id {id!r} is already registered by {old.source!r}")
+            self._specs[id] = spec
+        return spec
+
+    def spec(self, env_id: str) -> EnvSpec:
+        """The spec of ``env_id``; an unknown id raises with suggestions."""
+        try:
+            return self._specs[env_id]
+        except (KeyError, TypeError):
+            pass
+        if not isinstance(env_id, str):
+            raise UnknownEnvError(f"env id must be a string, got {type(env_id).__name__}")
+        hint = did_you_mean(env_id, list(self._specs))
+        package = package_for(env_id)
+        if package and not any(i.split(":")[0] == env_id.split(":")[0] for i in self._specs):
+            raise SuiteNotInstalledError(
+                f"No env {env_id!r}: its suite is not installed. Run: pip install {package}"
+                + hint
+            )
+        where = f" Known suites: {', '.join(self.suites())}." if self._specs else " No envs are registered."
+        tail = f" If it comes from {package}, run: pip install {package}" if package else ""
+        raise UnknownEnvError(f"No env {env_id!r}.{hint}{where}{tail} `gem list` shows every id.")
+
+    def ids(self, pattern: str | None = None) -> list[str]:
+        """Registered ids, sorted; ``pattern`` is a glob or a substring."""
+        ids = sorted(self._specs)
+        if not pattern:
+            return ids
+        if any(ch in pattern for ch in "*?["):
+            return [i for i in ids if fnmatch.fnmatchcase(i.lower(), pattern.lower())]
+        return [i for i in ids if pattern.lower() in i.lower()]
+
+    def suites(self) -> list[str]:
+        return sorted({i.split(":")[0] for i in self._specs})
+
+    def __contains__(self, env_id: object) -> bool:
+        return env_id in self._specs
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One named entry of a :class:`NamedRegistry`."""
+
+    name: str
+    factory: Callable[..., Any]
+    source: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class NamedRegistry(_Sourced):
+    """Named factories (tools, wrappers, commands). Plugins receive one per hook."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def register(self, name: str, factory: Callable[..., Any], **meta: Any) -> Entry:
+        """Register ``factory`` under ``name``; ``meta`` holds per-kind options."""
+        if not callable(factory):
+            raise RegistrationError(f"{self.kind} {name!r}: factory must be callable, got {factory!r}")
+        entry = Entry(name, factory, self.source, dict(meta))
+        old = self._entries.get(name)
+        if old is not None and old.source != entry.source:
+            raise RegistrationError(
+                f"{self.kind} {name!r} is registered by both {old.source!r} and {entry.source!r}"
+            )
+        self._entries[name] = entry
+        return entry
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            from gem.errors import UnknownToolError, UnknownWrapperError
+
+            error = {"tool": UnknownToolError, "wrapper": UnknownWrapperError}.get(self.kind, LookupError)
+            known = ", ".join(sorted(self._entries)) or "none"
+            raise error(
+                f"No {self.kind} {name!r}.{did_you_mean(name, list(self._entries))} Known: {known}."
+            ) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries

@@ -1,0 +1,59 @@
+"""Per-env random streams that serialise to JSON.
+
+Envs never touch the global ``random`` or ``numpy.random`` state: each owns a
+``random.Random`` (``env.rng``) and a ``numpy.random.Generator`` (``env.np_random``),
+both derived from one integer seed, so episodes are reproducible in threads and
+processes alike.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import numpy as np
+
+
+def fresh_seed() -> int:
+    """An unpredictable 63-bit seed drawn from the OS (not from global RNG state)."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+def make_rngs(seed: int) -> tuple[random.Random, np.random.Generator]:
+    """The python and numpy generators an env uses for ``seed``."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}: {seed!r}")
+    return random.Random(int(seed)), np.random.default_rng(int(seed))
+
+
+def rng_to_json(rng: random.Random, np_rng: np.random.Generator) -> dict[str, Any]:
+    """Snapshot both generators as plain JSON types."""
+    version, internal, gauss = rng.getstate()
+    return {
+        "py": [version, list(internal), gauss],
+        "np": _jsonable(np_rng.bit_generator.state),
+    }
+
+
+def rng_from_json(state: dict[str, Any]) -> tuple[random.Random, np.random.Generator]:
+    """Rebuild the generators that :func:`rng_to_json` captured."""
+    rng = random.Random()
+    version, internal, gauss = state["py"]
+    rng.setstate((version, tuple(internal), gauss))
+    np_state = state["np"]
+    bit_gen = getattr(np.random, np_state["bit_generator"])()
+    bit_gen.state = np_state
+    return rng, np.random.Generator(bit_gen)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj

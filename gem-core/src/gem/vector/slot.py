@@ -1,0 +1,111 @@
+"""One sub-env of a vector env, with autoreset and error policy.
+
+A slot lives wherever its env lives (the caller's process, a thread, a worker
+process), so every backend shares these semantics exactly.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from gem.core import Env
+
+
+class AutoresetMode(str, Enum):
+    """When a finished sub-env starts its next episode.
+
+    - ``same_step`` (default, as in GEM): the step that ends an episode resets the env
+      and returns the new episode's first observation; the ending observation and info
+      are in ``info["final_obs"]`` / ``info["final_info"]``.
+    - ``next_step``: the step after the ending one resets the env (its action is
+      ignored) and returns the new first observation with reward 0.
+    - ``disabled``: the caller resets finished envs with ``reset(indices=[...])``.
+    """
+
+    SAME_STEP = "same_step"
+    NEXT_STEP = "next_step"
+    DISABLED = "disabled"
+
+
+ON_ERROR = ("raise", "reset")
+
+
+@dataclass
+class Failure:
+    """An exception raised inside a sub-env, in a form that crosses processes."""
+
+    index: int
+    env_id: str | None
+    type: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def from_exc(cls, index: int, env_id: str | None, exc: BaseException) -> Failure:
+        return cls(index, env_id, type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)))
+
+    def describe(self) -> str:
+        return f"env {self.index} ({self.env_id}) raised {self.type}: {self.message}"
+
+
+class Slot:
+    """Owns one env; applies autoreset and ``on_error`` around its reset and step."""
+
+    def __init__(
+        self,
+        index: int,
+        env_fn: Callable[[], Env],
+        env_id: str | None,
+        autoreset_mode: AutoresetMode,
+        on_error: str,
+    ) -> None:
+        self.index = index
+        self.env_fn = env_fn
+        self.env_id = env_id
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.on_error = on_error
+        self.env = env_fn()
+        self.needs_reset = False
+
+    def reset(self, seed: int | None = None, kwargs: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        self.needs_reset = False
+        return self.env.reset(seed=seed, **(kwargs or {}))
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if self.needs_reset:  # next_step mode: this step only starts the next episode
+            obs, info = self.reset()
+            return obs, 0.0, False, False, info
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as exc:
+            if self.on_error != "reset":
+                raise
+            return self.recover(Failure.from_exc(self.index, self.env_id, exc))
+        terminated, truncated, reward = bool(terminated), bool(truncated), float(reward)
+        if terminated or truncated:
+            if self.autoreset_mode is AutoresetMode.SAME_STEP:
+                final_obs, final_info = obs, info
+                obs, info = self.env.reset()
+                info = {**info, "final_obs": final_obs, "final_info": final_info}
+            elif self.autoreset_mode is AutoresetMode.NEXT_STEP:
+                self.needs_reset = True
+        return obs, reward, terminated, truncated, info
+
+    def recover(self, failure: Failure) -> tuple[Any, float, bool, bool, dict]:
+        """After a failure: start a fresh episode and report the failure in info."""
+        obs, info = self.reset()
+        info = {**info, "error": failure.describe(), "error_type": failure.type, "final_obs": None,
+                "final_info": {}}
+        return obs, 0.0, False, True, info
+
+    def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
+        if name == "reset":
+            return self.reset(*args, **(kwargs or {}))
+        if name == "step":
+            return self.step(*args)
+        attr = getattr(self.env, name)
+        return attr(*args, **(kwargs or {})) if callable(attr) else attr

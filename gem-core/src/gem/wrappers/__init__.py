@@ -1,0 +1,59 @@
+"""Wrappers, and the lookup of wrappers by name (GEM's ``get_wrapper_fns``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from gem.core import Env, Wrapper
+from gem.wrappers.episode import EncapsulateWrapper, EpisodeTrackingWrapper, TimeLimit
+from gem.wrappers.history import HistoryWrapper, ObservationWrapper
+
+
+def get_wrapper_fns(wrappers: str | list[str] | None, tokenizer: Any = None) -> list[Callable[[Env], Env]]:
+    """Resolve ``"python_tool,concat_chat"`` into wrapper functions, applied in order.
+
+    Names come from the wrapper registry (gem-core's own and those plugins register);
+    the tokenizer goes to the wrappers that need one.
+
+    >>> fns = get_wrapper_fns("concat_with_action")
+    >>> env = fns[0](some_env)  # doctest: +SKIP
+    """
+    from gem.plugins import catalog
+
+    if not wrappers:
+        return []
+    names = [w.strip() for w in wrappers.split(",")] if isinstance(wrappers, str) else list(wrappers)
+    registry = catalog().wrappers
+    fns = []
+    for name in names:
+        if not name:
+            continue
+        entry = registry.get(name)
+        factory = entry.factory
+        if entry.meta.get("requires_tokenizer"):
+            if tokenizer is None:
+                raise ValueError(f"wrapper {name!r} needs a tokenizer: get_wrapper_fns(..., tokenizer=tok)")
+            factory = functools.partial(factory, tokenizer=tokenizer)
+        fns.append(factory)
+    return fns
+
+
+def apply_wrappers(env: Env, wrappers: str | list[str] | None, tokenizer: Any = None) -> Env:
+    """``env`` wrapped by the named wrappers, in order."""
+    for fn in get_wrapper_fns(wrappers, tokenizer=tokenizer):
+        env = fn(env)
+    return env
+
+
+__all__ = [
+    "EncapsulateWrapper",
+    "EpisodeTrackingWrapper",
+    "HistoryWrapper",
+    "ObservationWrapper",
+    "TimeLimit",
+    "Wrapper",
+    "apply_wrappers",
+    "get_wrapper_fns",
+]

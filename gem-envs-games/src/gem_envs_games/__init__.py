@@ -1,0 +1,1 @@
+"""GEM's text games, registered under ``game:`` ids."""
