@@ -79,6 +79,7 @@ def make_vec(
     *,
     num_envs: int | None = None,
     on_error: str = "raise",
+    backend_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> VectorEnv:
     """A vector env of ``len(env_ids)`` envs (one per id), each wrapped by ``wrappers``.
@@ -86,7 +87,9 @@ def make_vec(
     ``backend`` is ``"sync"``, ``"thread"`` (what ``async_mode=True`` selects, as in the
     reference package) or ``"process"``. ``vec_kwargs[i]`` holds kwargs for env ``i``
     only; ``kwargs`` go to every env. The first ``reset()`` seeds env ``i`` with
-    ``seed + i``.
+    ``seed + i``. ``on_error="reset"`` turns a sub-env's exception into a truncated step
+    with ``info["error"]``; ``backend_kwargs`` go to the backend (``num_workers``,
+    ``context`` for ``process``; ``max_workers`` for ``thread``).
 
     >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 8, backend="thread")  # doctest: +SKIP
     """
@@ -108,5 +111,6 @@ def make_vec(
         for i, env_id in enumerate(env_ids)
     ]
     return make_vector_env(
-        backend, env_fns, env_ids=env_ids, seed=seed, autoreset_mode=autoreset_mode, on_error=on_error
+        backend, env_fns, env_ids=env_ids, seed=seed, autoreset_mode=autoreset_mode, on_error=on_error,
+        **(backend_kwargs or {}),
     )

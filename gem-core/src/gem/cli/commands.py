@@ -1,2 +1,131 @@
-def register_builtin(cli):
-    pass
+"""gem-core's own subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register_builtin(cli: Any) -> None:
+    cli.register("list", cmd_list, help="list registered env ids (optionally matching a pattern)")
+    cli.register("info", cmd_info, help="show an env's spec, defaults and first observation")
+    cli.register("plugins", cmd_plugins, help="show installed plugins and whether they loaded")
+    cli.register("play", cmd_play, help="play an env in the terminal")
+
+
+def cmd_list(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="gem list", description="List registered env ids.")
+    parser.add_argument("pattern", nargs="?", help="glob (game:*-easy) or substring (wordle)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list")
+    args = parser.parse_args(argv)
+    from gem.plugins import catalog
+    from gem.registration import list_envs, print_envs
+
+    if args.json:
+        print(json.dumps(list_envs(args.pattern)))
+        return 0
+    print_envs(args.pattern)
+    failed = [p for p in catalog().plugins if p.status == "error"]
+    if failed:
+        names = ", ".join(p.name for p in failed)
+        print(f"\n{len(failed)} plugin(s) failed to load ({names}); see `gem plugins`.", file=sys.stderr)
+    return 0
+
+
+def cmd_info(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="gem info", description="Show an env's spec and first observation.")
+    parser.add_argument("env_id")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from gem.registration import make, spec
+
+    s = spec(args.env_id)
+    print(f"id:           {s.id}")
+    print(f"entry point:  {s.entry_point_name()}")
+    print(f"provided by:  {s.source}")
+    if s.description:
+        print(f"description:  {s.description}")
+    print("defaults:")
+    for key, value in sorted(s.kwargs.items()):
+        print(f"  {key} = {value!r}")
+    env = make(args.env_id)
+    try:
+        obs, _info = env.reset(seed=args.seed)
+        print(f"\nfirst observation (seed {args.seed}):\n" + _indent(obs if isinstance(obs, str) else json.dumps(obs)))
+        try:
+            print(f"\na random action: {env.sample_random_action()!r}")
+        except NotImplementedError:
+            pass
+    finally:
+        env.close()
+    return 0
+
+
+def cmd_plugins(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="gem plugins", description="Show plugins and their load status.")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    from gem.plugins import catalog
+
+    plugins = catalog().plugins
+    if args.json:
+        print(json.dumps([p.__dict__ for p in plugins], indent=2))
+        return 0
+    print(f"{'plugin':<12} {'distribution':<22} {'version':<9} {'status':<9} registered")
+    for p in plugins:
+        counts = ", ".join(f"{n} {k}" for k, n in p.counts.items() if n) or "-"
+        print(f"{p.name:<12} {p.distribution:<22} {p.version:<9} {p.status:<9} {counts}")
+        if p.error:
+            print(f"    error: {p.error}")
+    return 0
+
+
+def cmd_play(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="gem play",
+        description="Play an env in the terminal: read the observation, type an action. "
+        "Type :random for a random action, :quit to stop.",
+    )
+    parser.add_argument("env_id")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--episodes", type=int, default=1)
+    args = parser.parse_args(argv)
+    from gem.registration import make
+
+    env = make(args.env_id)
+    try:
+        for episode in range(args.episodes):
+            seed = None if args.seed is None else args.seed + episode
+            obs, _info = env.reset(seed=seed)
+            print(f"=== {args.env_id}  episode {episode + 1}" + (f"  seed {seed}" if seed is not None else "") + " ===")
+            print(obs)
+            total, turn = 0.0, 0
+            while True:
+                try:
+                    action = input(f"\n[turn {turn + 1}] action> ")
+                except EOFError:
+                    print()
+                    return 0
+                if action.strip() == ":quit":
+                    return 0
+                if action.strip() == ":random":
+                    action = env.sample_random_action()
+                    print(f"(random action: {action})")
+                obs, reward, terminated, truncated, _info = env.step(action)
+                turn += 1
+                total += float(reward)
+                print(obs)
+                print(f"-- reward {float(reward):+.3f}   return {total:+.3f}")
+                if terminated or truncated:
+                    print(f"=== episode over ({'terminated' if terminated else 'truncated'}) after {turn} turns, "
+                          f"return {total:+.3f} ===")
+                    break
+    finally:
+        env.close()
+    return 0
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

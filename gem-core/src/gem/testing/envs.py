@@ -1,0 +1,93 @@
+"""Small envs for tests and benchmarks of the core machinery (not registered by default).
+
+- :class:`CountEnv`: guess a hidden number in ``\\boxed{}``; trivial to step.
+- :class:`BusyEnv`: each step burns ``work`` iterations of pure-Python arithmetic,
+  a stand-in for CPU-bound envs (puzzle generation, grading).
+- :class:`FaultyEnv`: raises on the action ``"raise"`` and kills its own process on
+  ``"die"``, to test error handling of vector backends.
+- :class:`SlowEnv`: sleeps ``delay`` seconds per step, a stand-in for I/O-bound envs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from typing import Any
+
+from gem.core import Env, StepResult
+
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+class CountEnv(Env):
+    """Guess an integer in ``[1, high]`` within ``max_turns`` turns; hints higher/lower."""
+
+    def __init__(self, high: int = 10, max_turns: int = 4) -> None:
+        self.high, self.max_turns = high, max_turns
+        self.target, self.turn = 1, 0
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        self.target, self.turn = self.rng.randint(1, self.high), 0
+        return f"Guess a number between 1 and {self.high}. Answer as \\boxed{{N}}.", {}
+
+    def step(self, action: str) -> StepResult:
+        self.turn += 1
+        found = _BOXED.findall(action) if isinstance(action, str) else []
+        if not found or not re.fullmatch(r"-?\d{1,18}", found[-1].strip()):
+            return "Format error: answer as \\boxed{N}.", -0.1, True, False, {"format_error": True}
+        guess = int(found[-1].strip())
+        if guess == self.target:
+            return "Correct!", 1.0, True, False, {"correct": True}
+        hint = "higher" if guess < self.target else "lower"
+        return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False}
+
+    def sample_random_action(self) -> str:
+        return f"\\boxed{{{self.rng.randint(1, self.high)}}}"
+
+    def get_state(self) -> dict[str, Any]:
+        return {"target": self.target, "turn": self.turn, "rng": self.rng_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.target, self.turn = state["target"], state["turn"]
+        self.set_rng_state(state["rng"])
+
+
+class BusyEnv(CountEnv):
+    """:class:`CountEnv` whose every step first does ``work`` iterations of arithmetic."""
+
+    def __init__(self, work: int = 20_000, high: int = 10, max_turns: int = 4) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.work = work
+
+    def step(self, action: str) -> StepResult:
+        acc = 0
+        for i in range(self.work):
+            acc = (acc * 31 + i) % 1_000_003
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "checksum": acc}
+
+
+class SlowEnv(CountEnv):
+    """:class:`CountEnv` that sleeps ``delay`` seconds per step (I/O stand-in)."""
+
+    def __init__(self, delay: float = 0.05, high: int = 10, max_turns: int = 4) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.delay = delay
+
+    def step(self, action: str) -> StepResult:
+        time.sleep(self.delay)
+        return super().step(action)
+
+
+class FaultyEnv(CountEnv):
+    """Raises ``RuntimeError`` on ``"raise"``; kills its own process on ``"die"``."""
+
+    def step(self, action: str) -> StepResult:
+        if action == "raise":
+            raise RuntimeError("FaultyEnv was asked to raise")
+        if action == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().step(action)

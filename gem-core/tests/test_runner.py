@@ -1,0 +1,110 @@
+import asyncio
+import time
+
+import pytest
+
+import gem
+from gem.runner import run, run_episodes
+from gem.testing.envs import CountEnv
+
+
+def binary_search_policy():
+    """A policy that plays CountEnv by binary search on its hints (per episode state)."""
+
+    bounds: dict[int, list[int]] = {}
+
+    async def act(observation: str) -> str:
+        key = id(asyncio.current_task())
+        lo, hi, last = bounds.setdefault(key, [1, 100, 0])  # each episode runs in its own task
+        if "higher" in observation:
+            lo = last + 1
+        elif "lower" in observation:
+            hi = last - 1
+        guess = (lo + hi) // 2
+        bounds[key] = [lo, hi, guess]
+        return f"\\boxed{{{guess}}}"
+
+    return act
+
+
+def test_trajectories_hold_every_turn(count_registry):
+    trajs = run("test:Count-v0-hard", binary_search_policy(), seeds=range(6), concurrency=3)
+    assert [t.seed for t in trajs] == list(range(6))
+    for t in trajs:
+        assert t.done and t.total_return == 1.0 and t.error is None
+        assert t.turns[-1].terminated and t.turns[-1].info["correct"]
+        assert t.turns[0].observation.startswith("Guess a number between 1 and 100")
+        assert all(turn.action.startswith("\\boxed{") for turn in t.turns)
+
+
+def test_seeds_make_runs_reproducible(count_registry):
+    async def random_policy(obs):
+        return "\\boxed{7}"
+
+    first = run("test:Count-v0-hard", random_policy, seeds=[1, 2, 3])
+    second = run("test:Count-v0-hard", random_policy, seeds=[1, 2, 3])
+    assert [[t.observation for t in tr.turns] for tr in first] == [[t.observation for t in tr.turns] for tr in second]
+
+
+def test_a_slow_episode_does_not_hold_back_the_others():
+    finished: list[tuple[int, float]] = []
+    start = time.perf_counter()
+
+    async def act(observation):
+        # episode 0's policy is slow on every turn; the others answer at once
+        if "slow" in observation:
+            await asyncio.sleep(0.3)
+        return "\\boxed{0}"
+
+    class Tagged(CountEnv):
+        def reset(self, seed=None, **kwargs):
+            obs, info = super().reset(seed)
+            return (obs + " slow" if seed == 0 else obs), info
+
+        def step(self, action):
+            obs, r, term, trunc, info = super().step(action)
+            return (obs + " slow" if self._seed_tag == 0 else obs), r, term, trunc, info
+
+        def areset(self, seed=None, **kwargs):
+            self._seed_tag = seed
+            return super().areset(seed, **kwargs)
+
+    def record(traj):
+        finished.append((traj.seed, time.perf_counter() - start))
+
+    trajs = run(lambda: Tagged(max_turns=4), act, seeds=range(5), concurrency=5, on_trajectory=record)
+    assert all(len(t) == 4 for t in trajs)
+    order = [seed for seed, _ in finished]
+    assert order[-1] == 0, "the slow episode should finish last"
+    # the fast episodes finished while the slow one was still on its first turn
+    slow_end = dict(finished)[0]
+    assert all(at < slow_end / 2 for seed, at in finished if seed != 0)
+
+
+def test_policy_errors_are_recorded_or_raised(count_registry):
+    async def flaky(obs):
+        raise ConnectionError("endpoint down")
+
+    trajs = run("test:Count-v0", flaky, seeds=[0, 1], on_error="record")
+    assert all(t.error == "ConnectionError: endpoint down" for t in trajs)
+    with pytest.raises(ConnectionError):
+        run("test:Count-v0", flaky, seeds=[0])
+
+
+def test_max_turns_truncates_and_wrappers_apply(count_registry):
+    async def wrong(obs):
+        return "\\boxed{0}"
+
+    trajs = run("test:Count-v0-hard", wrong, seeds=[0], max_turns=2, wrappers="concat_with_action")
+    assert len(trajs[0]) == 2 and trajs[0].turns[-1].truncated
+    assert "\\boxed{0}" in trajs[0].turns[1].observation  # the history wrapper's view
+
+
+def test_an_env_instance_is_spawned_per_concurrent_episode(count_registry):
+    env = gem.make("test:Count-v0")
+
+    def sync_policy(obs):  # plain functions work too
+        return "\\boxed{1}"
+
+    trajs = asyncio.run(run_episodes(env, sync_policy, num_episodes=4, concurrency=2))
+    assert len(trajs) == 4 and all(t.env_id == "test:Count-v0" for t in trajs)

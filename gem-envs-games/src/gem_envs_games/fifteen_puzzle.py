@@ -1,0 +1,169 @@
+"""The sliding-tile puzzle (15-puzzle and its 3- and 8-tile siblings).
+
+>>> env = FifteenPuzzleEnv(num_rows=2, max_turns=10)
+>>> obs, info = env.reset(seed=0)
+>>> "__" in obs
+True
+
+Moves name the direction a tile slides into the empty cell: ``up`` moves the
+tile below the gap up, ``left`` the tile right of the gap left, and so on.
+Rewards (GEM's): 1.0 when solved, 0 for every other move (a move off the board
+changes nothing), -0.1 and the episode ends for a reply without a readable
+``\\boxed{direction}``. When the turns run out the last reward adds the fraction
+of cells (gap included) already in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gem
+from gem_envs_games.parsing import extract_boxed
+
+#: (num_rows, max_turns) drawn per episode when a setting is None (GEM's random preset)
+RANDOM_PRESETS = ((2, 10), (3, 20), (4, 50))
+DIRECTIONS = ("up", "down", "left", "right")
+#: where the tile that slides in each direction sits, relative to the gap
+SOURCE_OFFSET = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
+OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
+
+_NO_EPISODE = "No episode is running: call reset() to start one."
+
+
+def goal_tiles(rows: int) -> list[int]:
+    """The solved board, row-major, with 0 for the gap in the last cell."""
+    return list(range(1, rows * rows)) + [0]
+
+
+def slide(tiles: list[int], rows: int, direction: str) -> bool:
+    """Slide a tile into the gap in place; False (and no change) if no tile is there."""
+    gap = tiles.index(0)
+    dr, dc = SOURCE_OFFSET[direction]
+    r, c = divmod(gap, rows)
+    r, c = r + dr, c + dc
+    if not (0 <= r < rows and 0 <= c < rows):
+        return False
+    src = r * rows + c
+    tiles[gap], tiles[src] = tiles[src], 0
+    return True
+
+
+def render_tiles(tiles: list[int], rows: int) -> str:
+    """One line per row, tiles right-aligned, the gap as ``__``."""
+    cells = ["__" if t == 0 else f"{t:2d}" for t in tiles]
+    return "\n".join(" ".join(cells[i : i + rows]) for i in range(0, rows * rows, rows))
+
+
+class FifteenPuzzleEnv(gem.Env):
+    """Sliding puzzle on a ``num_rows`` x ``num_rows`` board in ``max_turns`` turns.
+
+    The board is scrambled by a random walk of between half and all of
+    ``max_turns`` gap moves (never undoing the previous one), so a solution within
+    the turn limit always exists. With a setting None, each episode draws one of
+    :data:`RANDOM_PRESETS`.
+    """
+
+    def __init__(self, num_rows: int | None = 2, max_turns: int | None = 20) -> None:
+        if num_rows is not None and num_rows < 2:
+            raise ValueError(f"num_rows must be at least 2, got {num_rows}")
+        if max_turns is not None and max_turns < 2:
+            raise ValueError(f"max_turns must be at least 2, got {max_turns}")
+        self._random = num_rows is None or max_turns is None
+        self.num_rows, self.max_turns = RANDOM_PRESETS[0] if self._random else (num_rows, max_turns)
+        self.tiles: list[int] = goal_tiles(self.num_rows)
+        self.turn = 0
+        self.done = True
+
+    # -- the episode ------------------------------------------------------------------
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        if self._random:
+            self.num_rows, self.max_turns = self.rng.choice(RANDOM_PRESETS)
+        self.tiles = self._scramble()
+        self.turn = 0
+        self.done = False
+        last = self.num_rows**2 - 1
+        rules = (
+            f"You are playing the {last}-puzzle on a {self.num_rows}x{self.num_rows} board.\n"
+            f"Arrange the tiles 1 to {last} in order, row by row, with the empty cell (__) "
+            "in the bottom-right corner.\n"
+            "Each turn, slide one tile next to the empty cell into it:\n"
+            "- up: the tile below the empty cell moves up\n"
+            "- down: the tile above the empty cell moves down\n"
+            "- left: the tile right of the empty cell moves left\n"
+            "- right: the tile left of the empty cell moves right\n"
+            f"You have {self.max_turns} turns. Answer with the direction in \\boxed{{}}, e.g. \\boxed{{up}}."
+        )
+        return f"{rules}\n\n{self._board_text()}", {}
+
+    def _scramble(self) -> list[int]:
+        rows = self.num_rows
+        while True:
+            tiles = goal_tiles(rows)
+            last = None
+            for _ in range(self.rng.randint((self.max_turns + 1) // 2, self.max_turns)):
+                options = [d for d in DIRECTIONS if d != OPPOSITE.get(last) and slide(list(tiles), rows, d)]
+                last = self.rng.choice(options)
+                slide(tiles, rows, last)
+            if tiles != goal_tiles(rows):
+                return tiles
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done:
+            return _NO_EPISODE, 0.0, True, False, {}
+        self.turn += 1
+        boxed = extract_boxed(action)
+        direction = boxed.strip().lower() if boxed is not None else None
+        if direction not in DIRECTIONS:
+            self.done = True
+            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{up}}. The game is over."
+            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+        reward = 0.0
+        if not slide(self.tiles, self.num_rows, direction):
+            feedback = f"Turn {self.turn}: no tile can move {direction} into the empty cell; nothing moved."
+        else:
+            feedback = f"Turn {self.turn}: moved a tile {direction}."
+            if self.tiles == goal_tiles(self.num_rows):
+                self.done = True
+                board = render_tiles(self.tiles, self.num_rows)
+                return f"{feedback} Solved!\n\n{board}", 1.0, True, False, {"correct": True}
+        if self.turn >= self.max_turns:
+            self.done = True
+            placed = sum(a == b for a, b in zip(self.tiles, goal_tiles(self.num_rows)))
+            reward += placed / len(self.tiles)
+            feedback += f" That was the last turn: {placed} of {len(self.tiles)} cells are in place."
+            return f"{feedback}\n\n{render_tiles(self.tiles, self.num_rows)}", reward, True, True, {"correct": False}
+        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+
+    def _board_text(self) -> str:
+        left = self.max_turns - self.turn
+        return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {left}. Enter your move."
+
+    def sample_random_action(self) -> str:
+        return f"\\boxed{{{self.rng.choice(DIRECTIONS)}}}"
+
+    # -- state ------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "num_rows": self.num_rows,
+            "max_turns": self.max_turns,
+            "tiles": list(self.tiles),
+            "turn": self.turn,
+            "done": self.done,
+            "rng": self.rng_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.num_rows, self.max_turns = state["num_rows"], state["max_turns"]
+        self.tiles = list(state["tiles"])
+        self.turn, self.done = state["turn"], state["done"]
+        self.set_rng_state(state["rng"])
+
+
+def register(registry: Any) -> None:
+    """Register GEM's sliding-puzzle ids."""
+    entry = "gem_envs_games.fifteen_puzzle:FifteenPuzzleEnv"
+    registry.register("game:FifteenPuzzle-v0", entry)
+    registry.register("game:FifteenPuzzle-v0-easy", entry, num_rows=2, max_turns=10)
+    registry.register("game:FifteenPuzzle-v0-hard", entry, num_rows=4, max_turns=50)
+    registry.register("game:FifteenPuzzle-v0-random", entry, num_rows=None, max_turns=None)

@@ -1,0 +1,197 @@
+"""2048: slide and merge tiles until one reaches the target tile.
+
+>>> env = Game2048Env(target_tile=64, max_turns=50)
+>>> obs, info = env.reset(seed=0)
+>>> sum(tile > 0 for row in env.board for tile in row)
+2
+
+Rewards (GEM's): each move that raises the largest tile earns its progress on a log
+scale, ``(log2(new max) - log2(old max)) / (log2(target) - log2(starting max))``,
+so reaching the target has earned 1.0 in all; a move that changes nothing earns 0;
+a reply without a readable ``\\boxed{direction}`` earns -0.1 and ends the episode.
+
+A new tile appears after every move, a 2 or (one time in ten) a 4, so after ``t``
+turns the tiles add up to at most ``8 + 4 t``. GEM's ``hard`` (512 in 50 turns) and
+``extreme-hard`` (2048 in 100 turns) presets therefore cannot be won; they are kept
+for compatibility and score progress through the dense reward.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gem
+from gem_envs_games.parsing import extract_boxed
+
+#: (target_tile, max_turns) drawn per episode when a setting is None (GEM's random preset)
+RANDOM_PRESETS = ((16, 20), (32, 30), (64, 50))
+DIRECTIONS = ("up", "down", "left", "right")
+
+_NO_EPISODE = "No episode is running: call reset() to start one."
+
+Board = list[list[int]]
+
+
+def merge_line(line: list[int]) -> list[int]:
+    """Slide one line towards its start, merging equal neighbours once.
+
+    >>> merge_line([2, 2, 2, 0]), merge_line([4, 0, 4, 8])
+    ([4, 2, 0, 0], [8, 8, 0, 0])
+    """
+    tiles = [t for t in line if t]
+    out: list[int] = []
+    i = 0
+    while i < len(tiles):
+        if i + 1 < len(tiles) and tiles[i] == tiles[i + 1]:
+            out.append(2 * tiles[i])
+            i += 2
+        else:
+            out.append(tiles[i])
+            i += 1
+    return out + [0] * (len(line) - len(out))
+
+
+def slide_board(board: Board, direction: str) -> Board:
+    """The board after sliding every tile ``direction`` (no new tile)."""
+    if direction == "left":
+        return [merge_line(row) for row in board]
+    if direction == "right":
+        return [merge_line(row[::-1])[::-1] for row in board]
+    columns = [list(col) for col in zip(*board)]
+    moved = slide_board(columns, "left" if direction == "up" else "right")
+    return [list(row) for row in zip(*moved)]
+
+
+def render_board(board: Board) -> str:
+    """One line per row, tiles right-aligned in 5 characters, ``.`` for empty."""
+    return "\n".join("".join(f"{t if t else '.':>5}" for t in row) for row in board)
+
+
+class Game2048Env(gem.Env):
+    """2048 on a ``board_size`` square: reach ``target_tile`` within ``max_turns`` turns.
+
+    With ``target_tile`` or ``max_turns`` None, each episode draws one of
+    :data:`RANDOM_PRESETS` (all winnable in principle).
+    """
+
+    def __init__(self, target_tile: int | None = 2048, max_turns: int | None = 1000, board_size: int = 4) -> None:
+        if target_tile is not None and (target_tile < 8 or target_tile & (target_tile - 1)):
+            raise ValueError(f"target_tile must be a power of two, at least 8; got {target_tile}")
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        if board_size < 2:
+            raise ValueError(f"board_size must be at least 2, got {board_size}")
+        self._random = target_tile is None or max_turns is None
+        self.target_tile, self.max_turns = RANDOM_PRESETS[0] if self._random else (target_tile, max_turns)
+        self.board_size = board_size
+        self.board: Board = [[0] * board_size for _ in range(board_size)]
+        self.start_max = self.best = 2
+        self.turn = 0
+        self.done = True
+
+    # -- the episode ------------------------------------------------------------------
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        if self._random:
+            self.target_tile, self.max_turns = self.rng.choice(RANDOM_PRESETS)
+        self.board = [[0] * self.board_size for _ in range(self.board_size)]
+        self._spawn()
+        self._spawn()
+        self.start_max = self.best = max(map(max, self.board))
+        self.turn = 0
+        self.done = False
+        rules = (
+            f"You are playing 2048 on a {self.board_size}x{self.board_size} board.\n"
+            f"Reach a {self.target_tile} tile within {self.max_turns} turns.\n"
+            "Each turn, slide all tiles up, down, left or right: tiles move as far as they can, "
+            "and two equal tiles that meet merge into one tile of their sum (once per move).\n"
+            "After every move that changes the board, a new 2 (or sometimes a 4) appears in a "
+            "random empty cell. A move that changes nothing still uses a turn.\n"
+            "Answer with the direction in \\boxed{}, e.g. \\boxed{left}."
+        )
+        return f"{rules}\n\n{self._board_text()}", {}
+
+    def _spawn(self) -> None:
+        n = self.board_size
+        empty = [(r, c) for r in range(n) for c in range(n) if not self.board[r][c]]
+        if empty:
+            r, c = self.rng.choice(empty)
+            self.board[r][c] = 2 if self.rng.random() < 0.9 else 4
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done:
+            return _NO_EPISODE, 0.0, True, False, {}
+        self.turn += 1
+        boxed = extract_boxed(action)
+        direction = boxed.strip().lower() if boxed is not None else None
+        if direction not in DIRECTIONS:
+            self.done = True
+            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{left}}. The game is over."
+            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+        reward = 0.0
+        moved = slide_board(self.board, direction)
+        if moved == self.board:
+            feedback = f"Turn {self.turn}: sliding {direction} changes nothing."
+        else:
+            self.board = moved
+            top = min(max(map(max, moved)), self.target_tile)
+            if top > self.best:
+                span = math.log2(self.target_tile) - math.log2(self.start_max)
+                reward = (math.log2(top) - math.log2(self.best)) / span
+                self.best = top
+            self._spawn()
+            feedback = f"Turn {self.turn}: slid {direction}; largest tile {max(map(max, self.board))}."
+            if self.best >= self.target_tile:
+                self.done = True
+                return f"{feedback} You reached {self.target_tile}!\n\n{render_board(self.board)}", reward, True, False, {
+                    "correct": True
+                }
+            if all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
+                self.done = True
+                return f"{feedback} No move is left: game over.\n\n{render_board(self.board)}", reward, True, False, {
+                    "correct": False
+                }
+        if self.turn >= self.max_turns:
+            self.done = True
+            feedback += " That was the last turn."
+            return f"{feedback}\n\n{render_board(self.board)}", reward, True, True, {"correct": False}
+        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+
+    def _board_text(self) -> str:
+        left = self.max_turns - self.turn
+        return f"Board:\n{render_board(self.board)}\nTurns left: {left}. Enter your move."
+
+    def sample_random_action(self) -> str:
+        return f"\\boxed{{{self.rng.choice(DIRECTIONS)}}}"
+
+    # -- state ------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "target_tile": self.target_tile,
+            "max_turns": self.max_turns,
+            "board": [list(row) for row in self.board],
+            "start_max": self.start_max,
+            "best": self.best,
+            "turn": self.turn,
+            "done": self.done,
+            "rng": self.rng_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.target_tile, self.max_turns = state["target_tile"], state["max_turns"]
+        self.board = [list(row) for row in state["board"]]
+        self.board_size = len(self.board)
+        self.start_max, self.best = state["start_max"], state["best"]
+        self.turn, self.done = state["turn"], state["done"]
+        self.set_rng_state(state["rng"])
+
+
+def register(registry: Any) -> None:
+    """Register GEM's 2048 ids."""
+    entry = "gem_envs_games.game2048:Game2048Env"
+    registry.register("game:Game2048-v0", entry)
+    registry.register("game:Game2048-v0-easy", entry, target_tile=64, max_turns=50)
+    registry.register("game:Game2048-v0-hard", entry, target_tile=512, max_turns=50)
+    registry.register("game:Game2048-v0-extreme-hard", entry, target_tile=2048, max_turns=100)
+    registry.register("game:Game2048-v0-random", entry, target_tile=None, max_turns=None)

@@ -1,0 +1,182 @@
+"""Wordle: find a secret word from green / yellow / grey letter feedback.
+
+>>> env = WordleEnv(word_length=5, max_turns=25)
+>>> obs, info = env.reset(seed=0)
+>>> obs, reward, terminated, truncated, info = env.step("\\\\boxed{crane}")
+>>> terminated
+False
+
+Rewards (GEM's): each position that turns green for the first time earns
+``0.5 / word_length``, and finding the word earns another 0.5 (1.0 in total). Invalid
+guesses (wrong length, not a word when ``only_real_words``, repeated) earn 0; a reply
+without letters in ``\\boxed{}`` ends the episode with -0.1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import gem
+from gem_envs_games import words
+from gem_envs_games.parsing import extract_boxed
+
+_LETTERS = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)*\s*$")
+_NO_EPISODE = "No episode is running: call reset() to start one."
+#: turns per letter when the random preset draws the word length (GEM's presets: 3 -> 15, 5 -> 25)
+TURNS_PER_LETTER = 5
+
+
+def feedback(secret: str, guess: str) -> str:
+    """One mark per letter: ``G`` right place, ``Y`` in the word elsewhere, ``X`` absent.
+
+    A letter guessed twice is marked Y at most as often as the secret still holds it
+    after the greens (Wordle's rule).
+
+    >>> feedback("APPLE", "PAPAL")
+    'YYGXY'
+    """
+    marks = ["X"] * len(guess)
+    unmatched: dict[str, int] = {}
+    for i, (s, g) in enumerate(zip(secret, guess)):
+        if s == g:
+            marks[i] = "G"
+        else:
+            unmatched[s] = unmatched.get(s, 0) + 1
+    for i, g in enumerate(guess):
+        if marks[i] != "G" and unmatched.get(g, 0) > 0:
+            marks[i] = "Y"
+            unmatched[g] -= 1
+    return "".join(marks)
+
+
+def parse_word(text: str) -> str | None:
+    """The upper-case letters in the box (spaces between letters are dropped), or None.
+
+    >>> parse_word(" c r a n e "), parse_word("cr4ne")
+    ('CRANE', None)
+    """
+    if not _LETTERS.match(text):
+        return None
+    return "".join(text.split()).upper()
+
+
+class WordleEnv(gem.Env):
+    """Find a ``word_length``-letter word within ``max_turns`` guesses.
+
+    Secrets are common English words (:func:`gem_envs_games.words.secret_words`).
+    With ``word_length`` None (GEM's random preset) every episode draws 3-6 letters and,
+    unless ``max_turns`` is given, five turns per letter.
+    """
+
+    def __init__(self, word_length: int | None = 5, only_real_words: bool = True, max_turns: int | None = 20) -> None:
+        self._random = word_length is None
+        if not self._random and not 2 <= word_length <= 12:
+            raise ValueError(f"word_length must be 2..12, got {word_length}")
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        self.only_real_words = bool(only_real_words)
+        self._max_turns_setting = max_turns
+        self.word_length = 5 if self._random else word_length
+        self.max_turns = max_turns or TURNS_PER_LETTER * self.word_length
+        self.secret = ""
+        self.guesses: list[str] = []
+        self.greens: list[bool] = []
+        self.turn = 0
+        self.done = True
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        if self._random:
+            self.word_length = self.rng.randint(3, 6)
+            self.max_turns = self._max_turns_setting or TURNS_PER_LETTER * self.word_length
+        self.secret = self.rng.choice(words.secret_words(self.word_length)).upper()
+        self.guesses = []
+        self.greens = [False] * self.word_length
+        self.turn = 0
+        self.done = False
+        rules = (
+            "You are playing Wordle.\n"
+            f"Find the secret {self.word_length}-letter English word in {self.max_turns} guesses.\n"
+            "After each guess every letter is marked:\n"
+            "  G (green): right letter in the right position\n"
+            "  Y (yellow): the letter is in the word, in another position\n"
+            "  X (grey): the letter is not in the word (or not as many times as you used it)\n"
+            + ("Guesses must be real English words. " if self.only_real_words else "")
+            + "A guess of the wrong length or a repeated guess wastes a turn.\n"
+            f"Answer with your word in \\boxed{{}}, e.g. {self.sample_random_action()}. "
+            "Anything without letters in \\boxed{} ends the game."
+        )
+        return f"{rules}\n\nEnter your first guess.", {}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done:
+            return _NO_EPISODE, 0.0, True, False, {}
+        self.turn += 1
+        boxed = extract_boxed(action)
+        guess = parse_word(boxed) if boxed is not None else None
+        if guess is None:
+            self.done = True
+            feedback_text = f"Turn {self.turn}: no word found in \\boxed{{}}. The game is over."
+            return feedback_text, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+        shown = guess if len(guess) <= 20 else guess[:20] + "..."
+        reward = 0.0
+        if len(guess) != self.word_length:
+            text = f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; turn lost."
+        elif self.only_real_words and not words.is_real_word(guess):
+            text = f"Turn {self.turn}: {shown} is not in the word list; the turn is lost."
+        elif guess in self.guesses:
+            text = f"Turn {self.turn}: you already guessed {shown}; the turn is lost."
+        else:
+            self.guesses.append(guess)
+            marks = feedback(self.secret, guess)
+            reward = self._green_credit(marks)
+            if guess == self.secret:
+                self.done = True
+                text = f"Turn {self.turn}: {guess} -> {' '.join(marks)}. You found the word!"
+                return text, reward + 0.5, True, False, {"correct": True}
+            text = f"Turn {self.turn}: {guess} -> {' '.join(marks)}"
+        if self.turn >= self.max_turns:
+            self.done = True
+            return f"{text}\nThat was your last turn: the word was {self.secret}.", reward, True, True, {
+                "correct": False
+            }
+        left = self.max_turns - self.turn
+        return f"{text}\n{left} turn{'s' if left != 1 else ''} left.", reward, False, False, {}
+
+    def _green_credit(self, marks: Sequence[str]) -> float:
+        new = [i for i, m in enumerate(marks) if m == "G" and not self.greens[i]]
+        for i in new:
+            self.greens[i] = True
+        return 0.5 * len(new) / self.word_length
+
+    def sample_random_action(self) -> str:
+        return f"\\boxed{{{self.rng.choice(words.secret_words(self.word_length)).upper()}}}"
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "word_length": self.word_length,
+            "max_turns": self.max_turns,
+            "secret": self.secret,
+            "guesses": list(self.guesses),
+            "greens": list(self.greens),
+            "turn": self.turn,
+            "done": self.done,
+            "rng": self.rng_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.word_length, self.max_turns = state["word_length"], state["max_turns"]
+        self.secret, self.guesses = state["secret"], list(state["guesses"])
+        self.greens = list(state["greens"])
+        self.turn, self.done = state["turn"], state["done"]
+        self.set_rng_state(state["rng"])
+
+
+def register(registry: Any) -> None:
+    """Register GEM's Wordle ids."""
+    entry = "gem_envs_games.wordle:WordleEnv"
+    registry.register("game:Wordle-v0-easy", entry, word_length=3, only_real_words=True, max_turns=15)
+    registry.register("game:Wordle-v0-hard", entry, word_length=5, only_real_words=True, max_turns=25)
+    registry.register("game:Wordle-v0-random", entry, word_length=None, only_real_words=True, max_turns=None)

@@ -1,0 +1,1 @@
+"""GEM math envs: datasets with a supervised grader, procedural math, reasoning-gym."""

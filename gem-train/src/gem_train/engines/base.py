@@ -1,0 +1,38 @@
+"""What every generation engine provides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings of one generate call (temperature 0: greedy)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 32
+    seed: int | None = None
+
+
+@dataclass
+class Generation:
+    """One response: its token ids (the eos token included when the model stopped), the
+    sampler's logprob of each (after temperature and top-p, as the sampler drew it) and
+    why it ended: ``stop`` (eos) or ``length`` (cut at ``max_tokens``)."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+class Engine(Protocol):
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
+        """One response per prompt (prompts are token ids, the chat template already applied)."""
+
+    def load_weights(self, state_dict: dict[str, Any]) -> None:
+        """Replace the served model's weights (after a policy update)."""
+
+    def close(self) -> None:
+        """Free the engine's memory and threads."""

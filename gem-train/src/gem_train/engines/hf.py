@@ -1,0 +1,89 @@
+"""A transformers engine: batched sampling with a KV cache, for machines without vLLM.
+
+It keeps its own copy of the model, so weight sync works as it does with vLLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gem_train.engines.base import Generation, Sampling
+
+
+def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Mask (set to -inf) the tokens outside the smallest set of mass >= top_p. (B, V) -> (B, V)."""
+    if top_p >= 1.0:
+        return logits
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    # a token is dropped when the mass before it already reaches top_p
+    drop_sorted = probs.cumsum(-1) - probs >= top_p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+class HFEngine:
+    """Sampling with ``transformers`` (any HF causal LM), one batch at a time."""
+
+    def __init__(self, model_path: str, dtype: str = "float32", device: str = "cpu", **_: Any) -> None:
+        from gem_train.model import load_policy
+
+        self.model, self.tokenizer = load_policy(model_path, dtype=dtype, device=device)
+        self.model.eval()
+        self.device = device
+        self.eos_id = self.tokenizer.eos_token_id
+        self.pad_id = self.tokenizer.pad_token_id
+
+    @torch.no_grad()
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
+        if not prompts:
+            return []
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p):] = torch.tensor(p)
+            mask[i, width - len(p):] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        past, logits = out.past_key_values, out.logits[:, -1]
+        next_pos = positions[:, -1] + 1
+        tokens: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        for _ in range(sampling.max_tokens):
+            logits = logits.float()
+            if sampling.temperature > 0:
+                logits = _top_p_filter(logits / sampling.temperature, sampling.top_p)
+                logp = torch.log_softmax(logits, -1)
+                nxt = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)
+            else:
+                logp = torch.log_softmax(logits, -1)
+                nxt = logits.argmax(-1)
+            chosen = logp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
+            for i in torch.nonzero(~done).flatten().tolist():
+                tokens[i].append(int(nxt[i]))
+                logprobs[i].append(float(chosen[i]))
+            done |= nxt == self.eos_id
+            if bool(done.all()):
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            out = self.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=next_pos.unsqueeze(-1),
+                             past_key_values=past, use_cache=True)
+            past, logits = out.past_key_values, out.logits[:, -1]
+            next_pos = next_pos + 1
+        return [
+            Generation(t, lp, "stop" if t and t[-1] == self.eos_id else "length")
+            for t, lp in zip(tokens, logprobs)
+        ]
+
+    def load_weights(self, state_dict: dict[str, Any]) -> None:
+        self.model.load_state_dict(state_dict, strict=False)
+
+    def close(self) -> None:
+        self.model = None

