@@ -112,7 +112,7 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
         try:
             pm.register(obj, name=info.name)
             loaded.append((info, obj))
-        except Exception as exc:  # noqa: BLE001 - a bad plugin must not stop the others
+        except Exception as exc:
             _fail(info, exc, "register")
     for hook in HOOKS:
         registry = catalog.registry_for(hook)
@@ -127,7 +127,7 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
             try:
                 with registry.registering_as(info.distribution):
                     impl(**{argname: registry})
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 _fail(info, exc, hook)
             after = len(registry.names() if hasattr(registry, "names") else registry.ids())
             info.counts[hook.removeprefix("gem_register_")] = after - before
@@ -157,7 +157,7 @@ def _discover(catalog: Catalog) -> Catalog:
             # are attributed to this plugin's distribution
             with catalog.envs.registering_as(dist):
                 module = ep.load()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             _fail(info, exc, "import")
             continue
         modules.append((info, module, module))

@@ -13,6 +13,14 @@ def register_builtin(cli: Any) -> None:
     cli.register("info", cmd_info, help="show an env's spec, defaults and first observation")
     cli.register("plugins", cmd_plugins, help="show installed plugins and whether they loaded")
     cli.register("play", cmd_play, help="play an env in the terminal")
+    cli.register("eval", cmd_eval, help="evaluate a model (endpoint, vLLM or HF path) on envs")
+
+
+def cmd_eval(argv: list[str]) -> int:
+    # imported on use: the evaluation toolkit is bigger than the rest of the CLI
+    from gem.eval.cli import main
+
+    return main(argv)
 
 
 def cmd_list(argv: list[str]) -> int:

@@ -32,9 +32,9 @@ def make_vector_env(backend: str, env_fns: Sequence[Callable[[], Env]], **kwargs
 
 
 __all__ = [
+    "BACKENDS",
     "AsyncVectorEnv",
     "AutoresetMode",
-    "BACKENDS",
     "ProcessVectorEnv",
     "SyncVectorEnv",
     "ThreadVectorEnv",

@@ -143,7 +143,7 @@ class VectorEnv(ABC):
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:
             pass
 
     def __repr__(self) -> str:

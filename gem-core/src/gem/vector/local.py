@@ -23,7 +23,7 @@ def run_call(slot: Slot, call: Call) -> Any:
         if method == "call":
             return slot.call(*args)
         raise ValueError(f"unknown vector call {method!r}")
-    except Exception as exc:  # noqa: BLE001 - reported per env by VectorEnv._run
+    except Exception as exc:
         return Failure.from_exc(slot.index, slot.env_id, exc)
 
 

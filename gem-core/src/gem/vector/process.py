@@ -27,7 +27,7 @@ def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
         for index, fn, env_id, mode, on_error in slot_args:
             try:
                 slots[index] = Slot(index, fn, env_id, AutoresetMode(mode), on_error)
-            except Exception as exc:  # noqa: BLE001 - reported to the parent
+            except Exception as exc:
                 conn.send(("init_error", Failure.from_exc(index, env_id, exc)))
                 return
         conn.send(("ready", None))

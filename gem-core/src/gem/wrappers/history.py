@@ -111,7 +111,7 @@ class HistoryWrapper(Wrapper):
         self.actions.extend(state.get("actions", []))
 
 
-def ObservationWrapper(  # noqa: N802 - the reference package's class name
+def ObservationWrapper(
     env: Env,
     include_action: bool = True,
     include_chat_template: bool = True,
