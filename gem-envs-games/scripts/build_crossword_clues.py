@@ -23,6 +23,8 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[1] / "src" / "gem_envs_games" / "data" / "crossword_clues.json"
 LEVELS = {"easy": "easy", "medium": "easy", "hard": "hard", "extreme": "hard"}
 MIN_LEN, MAX_LEN = 3, 9
+#: sets whose "definitions" are bare facts that need a hint of what the answer is
+CLUE_FORMS = {"countries_by_landmark": "Country of this landmark: {}"}
 
 
 def find_xpuz() -> Path:
@@ -37,10 +39,12 @@ def collect(xpuz_dir: Path) -> dict[str, list[list[str]]]:
     seen_words: set[str] = set()
     seen_clues: set[tuple[int, str]] = set()
     for path in sorted((xpuz_dir / "base_cwords").glob("*/*/definitions.json")):
-        level = LEVELS[path.parent.name.rsplit("-", 1)[-1]]
+        name, level = path.parent.name.rsplit("-", 1)
+        level = LEVELS[level]
+        form = CLUE_FORMS.get(name, "{}")
         for answer, clue in json.loads(path.read_text(encoding="utf-8")).items():
             word = answer.strip().upper()
-            clue = " ".join(clue.split()).rstrip(".")
+            clue = form.format(" ".join(clue.split()).rstrip("."))
             if not (word.isascii() and word.isalpha() and MIN_LEN <= len(word) <= MAX_LEN):
                 continue
             if re.search(rf"\b{re.escape(word)}", clue, re.IGNORECASE) or word in seen_words:

@@ -1,9 +1,12 @@
-"""Text rendering of grid boards, shared by the grid games.
+"""Text rendering of grid boards, shared by the grid games, and its inverse for
+solvers that read the board back from an observation.
 
 >>> print(render_grid([["A", "."], ["_", "B"]]))
     0  1
  0  A  .
  1  _  B
+>>> parse_grid("Board:\\n" + render_grid([["[A]", "."], ["_", "B"]]) + "\\nYour move.")
+[['[A]', '.'], ['_', 'B']]
 """
 
 from __future__ import annotations
@@ -14,10 +17,36 @@ from collections.abc import Sequence
 def render_grid(cells: Sequence[Sequence[str]]) -> str:
     """The grid with 0-based column numbers on top and row numbers on the left.
 
-    Every cell is right-aligned in a 3-character column, so cells of up to three
-    characters (``"[A]"``) and boards of up to 100 rows or columns line up.
+    Cells are right-aligned in columns one wider than the widest cell (at least 3
+    characters), so boards of up to 100 rows or columns line up.
     """
     width = max((len(row) for row in cells), default=0)
-    lines = ["  " + "".join(f"{c:>3}" for c in range(width))]
-    lines.extend(f"{r:>2}" + "".join(f"{cell:>3}" for cell in row) for r, row in enumerate(cells))
+    pad = 1 + max((len(cell) for row in cells for cell in row), default=1)
+    pad = max(pad, 3)
+    lines = ["  " + "".join(f"{c:>{pad}}" for c in range(width))]
+    lines.extend(f"{r:>2}" + "".join(f"{cell:>{pad}}" for cell in row) for r, row in enumerate(cells))
     return "\n".join(lines)
+
+
+def parse_grid(text: str) -> list[list[str]]:
+    """The cells of the last grid :func:`render_grid` drew in ``text`` (empty if none).
+
+    Cells must not contain spaces, which holds for every board the games draw.
+    """
+    lines = text.splitlines()
+    # the header is the column numbers 0..n-1 behind at least 3 spaces (row lines have at most 1)
+    starts = [i for i, line in enumerate(lines) if line.startswith("   ") and _is_count(line.split())]
+    if not starts:
+        return []
+    width = len(lines[starts[-1]].split())
+    grid = []
+    for line in lines[starts[-1] + 1 :]:
+        parts = line.split()
+        if len(parts) != width + 1 or parts[0] != str(len(grid)):
+            break
+        grid.append(parts[1:])
+    return grid
+
+
+def _is_count(tokens: list[str]) -> bool:
+    return bool(tokens) and tokens == [str(i) for i in range(len(tokens))]

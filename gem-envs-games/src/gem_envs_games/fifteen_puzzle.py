@@ -32,7 +32,7 @@ _NO_EPISODE = "No episode is running: call reset() to start one."
 
 def goal_tiles(rows: int) -> list[int]:
     """The solved board, row-major, with 0 for the gap in the last cell."""
-    return list(range(1, rows * rows)) + [0]
+    return [*range(1, rows * rows), 0]
 
 
 def slide(tiles: list[int], rows: int, direction: str) -> bool:
@@ -63,7 +63,7 @@ class FifteenPuzzleEnv(gem.Env):
     :data:`RANDOM_PRESETS`.
     """
 
-    def __init__(self, num_rows: int | None = 2, max_turns: int | None = 20) -> None:
+    def __init__(self, max_turns: int | None = 20, num_rows: int | None = 2) -> None:
         if num_rows is not None and num_rows < 2:
             raise ValueError(f"num_rows must be at least 2, got {num_rows}")
         if max_turns is not None and max_turns < 2:
@@ -140,7 +140,9 @@ class FifteenPuzzleEnv(gem.Env):
         return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.choice(DIRECTIONS)}}}"
+        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
+        game's own draws (``self.rng``) unchanged."""
+        return f"\\boxed{{{DIRECTIONS[self.np_random.integers(len(DIRECTIONS))]}}}"
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:

@@ -142,16 +142,13 @@ class Game2048Env(gem.Env):
                 self.best = top
             self._spawn()
             feedback = f"Turn {self.turn}: slid {direction}; largest tile {max(map(max, self.board))}."
+            board = render_board(self.board)
             if self.best >= self.target_tile:
                 self.done = True
-                return f"{feedback} You reached {self.target_tile}!\n\n{render_board(self.board)}", reward, True, False, {
-                    "correct": True
-                }
+                return f"{feedback} You reached {self.target_tile}!\n\n{board}", reward, True, False, {"correct": True}
             if all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
                 self.done = True
-                return f"{feedback} No move is left: game over.\n\n{render_board(self.board)}", reward, True, False, {
-                    "correct": False
-                }
+                return f"{feedback} No move is left: game over.\n\n{board}", reward, True, False, {"correct": False}
         if self.turn >= self.max_turns:
             self.done = True
             feedback += " That was the last turn."
@@ -163,7 +160,9 @@ class Game2048Env(gem.Env):
         return f"Board:\n{render_board(self.board)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.choice(DIRECTIONS)}}}"
+        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
+        game's own draws (``self.rng``) unchanged."""
+        return f"\\boxed{{{DIRECTIONS[self.np_random.integers(len(DIRECTIONS))]}}}"
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:

@@ -147,6 +147,7 @@ class GuessTheNumberEnv(gem.Env):
 def register(registry: Any) -> None:
     """Register GEM's Guess the Number ids."""
     entry = "gem_envs_games.guess_the_number:GuessTheNumberEnv"
+    registry.register("game:GuessTheNumber-v0", entry)  # bare id: the constructor defaults, as in GEM
     registry.register("game:GuessTheNumber-v0-easy", entry, min_number=1, max_number=10, max_turns=4)
     registry.register("game:GuessTheNumber-v0-hard", entry, min_number=1, max_number=50, max_turns=7)
     registry.register("game:GuessTheNumber-v0-random", entry, min_number=None, max_number=None, max_turns=None)

@@ -103,7 +103,10 @@ class HangmanEnv(gem.Env):
                 text = f"Turn {self.turn}: {guess} is the word! You win.\n\n{self._render()}"
                 return text, 0.5 * hidden / self.word_length + 0.5, True, False, {"correct": True}
             if len(guess) != self.word_length:
-                feedback = f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; turn lost."
+                feedback = (
+                    f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; "
+                    "the turn is lost."
+                )
             else:
                 feedback = f"Turn {self.turn}: {guess} is not the word."
         elif guess in self.guessed:
@@ -160,6 +163,7 @@ class HangmanEnv(gem.Env):
 def register(registry: Any) -> None:
     """Register GEM's Hangman ids."""
     entry = "gem_envs_games.hangman:HangmanEnv"
+    registry.register("game:Hangman-v0", entry)  # bare id: the constructor defaults, as in GEM
     registry.register("game:Hangman-v0-easy", entry, word_length=3, hardcore=False, max_turns=10)
     registry.register("game:Hangman-v0-hard", entry, word_length=7, hardcore=False, max_turns=20)
     registry.register("game:Hangman-v0-random", entry, word_length=None, hardcore=False, max_turns=None)

@@ -129,7 +129,10 @@ class MastermindEnv(gem.Env):
         shown = " ".join(map(str, guess)) if len(guess) <= 2 * self.code_length else f"{len(guess)} numbers"
         reward = 0.0
         if len(guess) != self.code_length:
-            feedback = f"Turn {self.turn}: {shown} has {len(guess)} digits, the code has {self.code_length}; turn lost."
+            feedback = (
+                f"Turn {self.turn}: {shown} has {len(guess)} digits, the code has {self.code_length}; "
+                "the turn is lost."
+            )
         elif any(not 1 <= d <= self.num_numbers for d in guess):
             feedback = f"Turn {self.turn}: {shown} uses digits outside 1-{self.num_numbers}; the turn is lost."
         elif guess in self.guesses:
@@ -183,6 +186,7 @@ class MastermindEnv(gem.Env):
 def register(registry: Any) -> None:
     """Register GEM's Mastermind ids."""
     entry = "gem_envs_games.mastermind:MastermindEnv"
+    registry.register("game:Mastermind-v0", entry)  # bare id: the constructor defaults, as in GEM
     registry.register(
         "game:Mastermind-v0-easy", entry, code_length=2, num_numbers=6, max_turns=10, duplicate_numbers=False
     )

@@ -146,7 +146,8 @@ class MinesweeperEnv(gem.Env):
                     return f"{feedback}\n\n{self._render(show_mines=True)}", 0.0, True, False, {"correct": False}
                 opened = self._open(row, col)
                 reward = opened / (self.rows * self.cols - self.num_mines)
-                feedback = f"Turn {self.turn}: revealed ({row}, {col}), {opened} cell{'s' if opened != 1 else ''} opened."
+                plural = "s" if opened != 1 else ""
+                feedback = f"Turn {self.turn}: revealed ({row}, {col}), {opened} cell{plural} opened."
                 if self._cleared():
                     self.done = True
                     text = f"{feedback} Every safe cell is revealed. You win!\n\n{self._render(show_mines=True)}"
@@ -156,7 +157,8 @@ class MinesweeperEnv(gem.Env):
                 feedback = f"Turn {self.turn}: ({row}, {col}) is revealed and cannot be flagged; the turn is lost."
             else:
                 self.flags[row][col] = not self.flags[row][col]
-                feedback = f"Turn {self.turn}: flag {'placed on' if self.flags[row][col] else 'removed from'} ({row}, {col})."
+                change = "placed on" if self.flags[row][col] else "removed from"
+                feedback = f"Turn {self.turn}: flag {change} ({row}, {col})."
         else:
             shown = command if len(command) <= 20 else command[:20] + "..."
             feedback = f"Turn {self.turn}: unknown command {shown!r} (use reveal or flag); the turn is lost."
@@ -181,7 +183,8 @@ class MinesweeperEnv(gem.Env):
         for r in range(self.rows):
             for c in range(self.cols):
                 if self.counts[r][c] != MINE:
-                    self.counts[r][c] = sum(self.counts[nr][nc] == MINE for nr, nc in neighbours(r, c, self.rows, self.cols))
+                    around = neighbours(r, c, self.rows, self.cols)
+                    self.counts[r][c] = sum(self.counts[nr][nc] == MINE for nr, nc in around)
 
     def _open(self, row: int, col: int) -> int:
         """Reveal ``(row, col)`` and, through zeros, its safe surroundings; returns how
@@ -253,6 +256,7 @@ class MinesweeperEnv(gem.Env):
 def register(registry: Any) -> None:
     """Register GEM's Minesweeper ids."""
     entry = "gem_envs_games.minesweeper:MinesweeperEnv"
+    registry.register("game:Minesweeper-v0", entry)  # bare id: the constructor defaults, as in GEM
     registry.register("game:Minesweeper-v0-easy", entry, rows=5, cols=5, num_mines=5, max_turns=25)
     registry.register("game:Minesweeper-v0-hard", entry, rows=8, cols=8, num_mines=12, max_turns=64)
     registry.register("game:Minesweeper-v0-random", entry, rows=None, cols=None, num_mines=None, max_turns=None)

@@ -7,8 +7,9 @@ True
 
 Levels are made by playing backwards from the solved position: the player walks
 and *pulls* boxes off their goals for at most ``max_turns`` moves. Replaying that
-walk forwards solves the level, so every level can be solved within the limit
-(the package's tests also solve each preset with a search-based solver).
+walk forwards solves the level, so every level can be solved within the limit; of
+several such walks the generator keeps the start whose shortest solution (found by
+search) is longest.
 
 Rewards (GEM's): 1.0 when every box is on a goal, 0 for every other move (a move
 into a wall or an immovable box changes nothing), -0.1 and the episode ends for a
@@ -18,6 +19,9 @@ reward is the fraction of boxes on goals.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from collections import deque
 from typing import Any
 
 import gem
@@ -37,8 +41,10 @@ _PATTERNS = (
     ((0, -1), (0, 0), (1, -1), (1, 0)),
     ((0, 0), (0, 1), (1, 0)),
 )
-# reverse walks tried per room, and rooms tried per level
-_WALKS_PER_ROOM = 12
+# rooms tried for a level with a longer solution; rooms tried at most; positions the
+# generator's search may expand per level
+_ROOMS_FOR_HARDER = 8
+_SEARCH_BUDGET = 2000
 _ROOMS_PER_LEVEL = 200
 _NO_EPISODE = "No episode is running: call reset() to start one."
 
@@ -110,6 +116,9 @@ class SokobanEnv(gem.Env):
         self.goals: set[Cell] = set()
         self.boxes: set[Cell] = set()
         self.player: Cell = (0, 0)
+        #: moves of the shortest solution of this episode's level (an upper bound on it for
+        #: the rare level too costly to search at reset)
+        self.optimal_moves = 0
         self.turn = 0
         self.done = True
 
@@ -133,23 +142,38 @@ class SokobanEnv(gem.Env):
         return f"{rules}\n\n{self._board_text()}", {}
 
     def _generate(self) -> None:
-        for _ in range(_ROOMS_PER_LEVEL):
+        rows, cols = self.dim_room
+        grid = {(r, c) for r in range(rows) for c in range(cols)}
+        best = None
+        for attempt in range(_ROOMS_PER_LEVEL):
             floor = self._carve_room()
-            if len(floor) < self.num_boxes + 3:
+            # a box can leave a goal only if the player has two free cells in line behind it
+            pullable = sorted(c for c in floor if any(_ahead(c, d, 1) in floor and _ahead(c, d, 2) in floor
+                                                      for d in STEPS.values()))
+            if len(floor) < 2 * self.num_boxes + 2 or len(pullable) < self.num_boxes:
                 continue
-            cells = sorted(floor)
-            goals = self.rng.sample(cells, self.num_boxes)
-            player = self.rng.choice([c for c in cells if c not in goals])
-            walls = {(r, c) for r in range(self.dim_room[0]) for c in range(self.dim_room[1])} - floor
-            level = self._reverse_play(walls, set(goals), player)
-            if level is not None:
-                self.walls, self.goals = walls, set(goals)
-                self.boxes, self.player = level
-                return
-        raise RuntimeError(
-            f"could not build a Sokoban level with {self.num_boxes} boxes in a {self.dim_room} room; "
-            "use a bigger room or fewer boxes"
-        )
+            goals = set(self.rng.sample(pullable, self.num_boxes))
+            player = self.rng.choice(sorted(floor - goals))
+            walls = grid - floor
+            start = self._pull_boxes(floor, goals, player)
+            if start is None:
+                continue
+            boxes, at, moves = start
+            # the backward play is a solution of `moves` moves; the search measures the
+            # shortest one, unless it runs out of budget (a level that hard is kept as is)
+            plan = shortest_solution(walls, goals, boxes, at, max_moves=moves, max_expansions=_SEARCH_BUDGET)
+            length = moves if plan is None else len(plan)
+            if best is None or length > best[0]:
+                best = (length, walls, goals, boxes, at)
+            # stop at a level that takes a quarter of the turn limit, or the best of a few rooms
+            if best[0] >= self.max_turns // 4 or attempt >= _ROOMS_FOR_HARDER:
+                break
+        if best is None:
+            raise RuntimeError(
+                f"could not build a Sokoban level with {self.num_boxes} boxes in a {self.dim_room} room; "
+                "use a bigger room or fewer boxes"
+            )
+        self.optimal_moves, self.walls, self.goals, self.boxes, self.player = best
 
     def _carve_room(self) -> set[Cell]:
         rows, cols = self.dim_room
@@ -167,35 +191,38 @@ class SokobanEnv(gem.Env):
                     floor.add((r + dr, c + dc))
         return floor
 
-    def _reverse_play(self, walls: set[Cell], goals: set[Cell], player: Cell) -> tuple[set[Cell], Cell] | None:
-        """The hardest-looking start among random backward walks from the solved level:
-        every box off its goal, the boxes moved as far as possible. A backward walk of
-        ``k`` moves is a forward solution of ``k`` moves, so ``k <= max_turns`` keeps the
-        level solvable in time."""
+    def _pull_boxes(self, floor: set[Cell], goals: set[Cell], player: Cell) -> tuple[set[Cell], Cell, int] | None:
+        """Play backwards from the solved level: walk to a box, pull it a few cells, repeat,
+        until every box is off the goals. Returns the boxes, the player and the number of
+        moves (None if some box stays on a goal). Replayed forwards these moves solve
+        the level, and there are never more than ``max_turns`` of them."""
         rng = self.rng
-        best: tuple[int, set[Cell], Cell] | None = None
-        for _ in range(_WALKS_PER_ROOM):
-            home = {g: g for g in goals}  # box now -> the goal it started on
-            at = player
-            for _ in range(self.max_turns):
-                options = []
-                for dr, dc in STEPS.values():
-                    ahead, behind = (at[0] + dr, at[1] + dc), (at[0] - dr, at[1] - dc)
-                    if ahead in walls or ahead in home:
-                        continue
-                    options.append((ahead, behind if behind in home else None))
-                if not options:
+        boxes, at, used = set(goals), player, 0
+        adjacent = _open_map(floor)
+        rounds = rng.randint(self.num_boxes, 2 * self.num_boxes)
+        for round_ in range(3 * self.num_boxes):
+            stranded = sorted(boxes & goals)
+            if not stranded and round_ >= rounds:
+                break
+            dist = _walk_distances(at, adjacent, frozenset(boxes))
+            pulls = [(box, d) for box in (stranded or sorted(boxes)) for d in STEPS.values()
+                     if _ahead(box, d, 1) in dist and _ahead(box, d, 2) in floor and _ahead(box, d, 2) not in boxes]
+            if not pulls:
+                break
+            box, d = rng.choice(pulls)
+            stand = _ahead(box, d, 1)
+            if used + dist[stand] + 1 > self.max_turns:
+                break
+            used += dist[stand]
+            at = stand
+            for _ in range(rng.randint(1, 3)):
+                behind = _ahead(at, d, 1)
+                if behind not in floor or behind in boxes or used + 1 > self.max_turns:
                     break
-                pulls = [o for o in options if o[1] is not None]
-                ahead, pulled = rng.choice(pulls if pulls and rng.random() < 0.8 else options)
-                if pulled is not None and rng.random() < 0.8:
-                    home[at] = home.pop(pulled)
-                at = ahead
-                if all(box not in goals for box in home):
-                    score = sum(abs(b[0] - g[0]) + abs(b[1] - g[1]) for b, g in home.items())
-                    if best is None or score > best[0]:
-                        best = (score, set(home), at)
-        return None if best is None else (best[1], best[2])
+                boxes.remove(box)
+                boxes.add(at)
+                box, at, used = at, behind, used + 1
+        return None if boxes & goals else (boxes, at, used)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.done:
@@ -232,7 +259,9 @@ class SokobanEnv(gem.Env):
         return f"Board:\n{self._render()}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.choice(list(STEPS))}}}"
+        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
+        game's own draws (``self.rng``) unchanged."""
+        return f"\\boxed{{{list(STEPS)[self.np_random.integers(len(STEPS))]}}}"
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
@@ -244,6 +273,7 @@ class SokobanEnv(gem.Env):
             "goals": sorted(map(list, self.goals)),
             "boxes": sorted(map(list, self.boxes)),
             "player": list(self.player),
+            "optimal_moves": self.optimal_moves,
             "turn": self.turn,
             "done": self.done,
             "rng": self.rng_state(),
@@ -256,8 +286,186 @@ class SokobanEnv(gem.Env):
         self.goals = {(r, c) for r, c in state["goals"]}
         self.boxes = {(r, c) for r, c in state["boxes"]}
         self.player = (state["player"][0], state["player"][1])
+        self.optimal_moves = state["optimal_moves"]
         self.turn, self.done = state["turn"], state["done"]
         self.set_rng_state(state["rng"])
+
+
+def _push_distances(walls: set[Cell], goals: set[Cell]) -> dict[Cell, int]:
+    """For every cell from which a lone box can still reach one of ``goals``, the fewest
+    pushes it needs; cells missing from the map are dead for those goals."""
+    dist = {g: 0 for g in goals}
+    queue = deque(goals)
+    while queue:
+        cell = queue.popleft()
+        for dr, dc in STEPS.values():
+            # a box at `prev` pushed towards `cell` needs the player at `prev + d`
+            prev, stand = (cell[0] - dr, cell[1] - dc), (cell[0] - 2 * dr, cell[1] - 2 * dc)
+            if prev not in dist and prev not in walls and stand not in walls:
+                dist[prev] = dist[cell] + 1
+                queue.append(prev)
+    return dist
+
+
+def shortest_solution(
+    walls: set[Cell],
+    goals: set[Cell],
+    boxes: set[Cell],
+    player: Cell,
+    max_moves: int | None = None,
+    max_expansions: int | None = None,
+) -> list[str] | None:
+    """A shortest move list that puts every box on a goal, or None if there is none
+    within ``max_moves`` (or none found in ``max_expansions`` positions).
+
+    A* over pushes, each costed by the walk to it plus one move, guided by the fewest
+    pushes that bring the boxes onto distinct goals (never an overestimate, so the
+    first solution found is a shortest one). ``walls`` must enclose the level.
+
+    >>> shortest_solution({(0, c) for c in range(5)} | {(2, c) for c in range(5)} | {(1, 0), (1, 4)},
+    ...                   goals={(1, 3)}, boxes={(1, 2)}, player=(1, 1))
+    ['right']
+    """
+    pushes_left = _push_distances(walls, goals)
+    if any(b not in pushes_left for b in boxes) or len(boxes) > len(goals):
+        return None
+    estimate = _matching_estimate(walls, goals)
+    adjacent = _floor_map(player, walls)
+    start = (player, frozenset(boxes))
+    # state -> (previous state, the push that led here as (stand cell, direction))
+    came_from: dict[tuple[Cell, frozenset[Cell]], Any] = {start: None}
+    best_g = {start: 0}
+    tie = itertools.count()
+    frontier = [(estimate(start[1]), 0, next(tie), start)]
+    while frontier:
+        _, minus_g, _, state = heapq.heappop(frontier)
+        g = -minus_g
+        if g > best_g[state]:
+            continue
+        if max_expansions is not None:
+            max_expansions -= 1
+            if max_expansions < 0:
+                return None
+        at, placed = state
+        if placed <= goals:
+            return _replay(came_from, state, walls)
+        walk = _walk_distances(at, adjacent, placed)
+        for box in placed:
+            for direction, (dr, dc) in STEPS.items():
+                stand, target = (box[0] - dr, box[1] - dc), (box[0] + dr, box[1] + dc)
+                if stand not in walk or target in placed or target not in pushes_left:
+                    continue
+                new_g = g + walk[stand] + 1
+                child = (box, (placed - {box}) | {target})
+                if new_g >= best_g.get(child, 1 << 30):
+                    continue
+                new_h = estimate(child[1])
+                if max_moves is not None and new_g + new_h > max_moves:
+                    continue
+                best_g[child] = new_g
+                came_from[child] = (state, stand, direction)
+                # among equal estimates, the deepest first: it is closer to a solution
+                heapq.heappush(frontier, (new_g + new_h, -new_g, next(tie), child))
+    return None
+
+
+def _matching_estimate(walls: set[Cell], goals: set[Cell]) -> Any:
+    """``estimate(boxes)``: the fewest pushes that move the boxes onto distinct goals,
+    each box alone on the board (a lower bound on the moves left); cached per set."""
+    per_goal = [_push_distances(walls, {g}) for g in sorted(goals)]
+    unreachable = 1 << 20
+    cache: dict[frozenset[Cell], int] = {}
+    # (goal index, pushes) for every goal a box on this cell can reach
+    reach: dict[Cell, list[tuple[int, int]]] = {}
+    for i, dist in enumerate(per_goal):
+        for cell, pushes in dist.items():
+            reach.setdefault(cell, []).append((1 << i, pushes))
+
+    def estimate(boxes: frozenset[Cell]) -> int:
+        if boxes in cache:
+            return cache[boxes]
+        # assignment by dynamic programming over the set of goals already taken
+        best = {0: 0}
+        for box in boxes:
+            following: dict[int, int] = {}
+            for taken, total in best.items():
+                for bit, cost in reach.get(box, ()):
+                    if not taken & bit:
+                        key = taken | bit
+                        if total + cost < following.get(key, unreachable):
+                            following[key] = total + cost
+            best = following
+        cache[boxes] = value = min(best.values(), default=unreachable)
+        return value
+
+    return estimate
+
+
+def _ahead(cell: Cell, step: tuple[int, int], times: int) -> Cell:
+    return (cell[0] + times * step[0], cell[1] + times * step[1])
+
+
+def _open_map(floor: set[Cell]) -> dict[Cell, list[Cell]]:
+    """Each floor cell with its floor neighbours."""
+    return {cell: [n for d in STEPS.values() if (n := _ahead(cell, d, 1)) in floor] for cell in floor}
+
+
+def _floor_map(start: Cell, walls: set[Cell]) -> dict[Cell, list[Cell]]:
+    """The open cells reachable from ``start`` (ignoring boxes), each with its open neighbours."""
+    adjacent: dict[Cell, list[Cell]] = {}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if cell in adjacent:
+            continue
+        adjacent[cell] = [n for dr, dc in STEPS.values() if (n := (cell[0] + dr, cell[1] + dc)) not in walls]
+        queue.extend(n for n in adjacent[cell] if n not in adjacent)
+    return adjacent
+
+
+def _walk_distances(player: Cell, adjacent: dict[Cell, list[Cell]], boxes: frozenset[Cell]) -> dict[Cell, int]:
+    """Walking distance (without pushing) from ``player`` to every reachable cell."""
+    dist = {player: 0}
+    frontier = [player]
+    d = 0
+    while frontier:
+        d += 1
+        following = []
+        for cell in frontier:
+            for nxt in adjacent[cell]:
+                if nxt not in dist and nxt not in boxes:
+                    dist[nxt] = d
+                    following.append(nxt)
+        frontier = following
+    return dist
+
+
+def _walk_route(start: Cell, end: Cell, walls: set[Cell], boxes: frozenset[Cell]) -> list[str]:
+    """A shortest walking route from ``start`` to ``end`` (which must be reachable)."""
+    back: dict[Cell, tuple[Cell, str] | None] = {start: None}
+    queue = deque([start])
+    while end not in back:
+        cell = queue.popleft()
+        for direction, (dr, dc) in STEPS.items():
+            nxt = (cell[0] + dr, cell[1] + dc)
+            if nxt not in back and nxt not in walls and nxt not in boxes:
+                back[nxt] = (cell, direction)
+                queue.append(nxt)
+    route: list[str] = []
+    while back[end] is not None:
+        end, direction = back[end]
+        route.append(direction)
+    return route[::-1]
+
+
+def _replay(came_from: dict[Any, Any], state: Any, walls: set[Cell]) -> list[str]:
+    """The moves along the chain of pushes that ends in ``state``."""
+    segments = []
+    while came_from[state] is not None:
+        previous, stand, direction = came_from[state]
+        segments.append([*_walk_route(previous[0], stand, walls, previous[1]), direction])
+        state = previous
+    return [move for segment in reversed(segments) for move in segment]
 
 
 def register(registry: Any) -> None:

@@ -237,8 +237,10 @@ class SudokuEnv(gem.Env):
         return f"Grid:\n{render_grid(self.board)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
-        n = self.scale
-        return f"\\boxed{{{self.rng.randint(1, n)} {self.rng.randint(1, n)} {self.rng.randint(1, n)}}}"
+        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
+        game's own draws (``self.rng``) unchanged."""
+        row, col, digit = self.np_random.integers(1, self.scale + 1, size=3)
+        return f"\\boxed{{{row} {col} {digit}}}"
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:

@@ -125,7 +125,9 @@ class TowerofHanoiEnv(gem.Env):
         return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
-        src, dst = self.rng.sample(TOWERS, 2)
+        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
+        game's own draws (``self.rng``) unchanged."""
+        src, dst = self.np_random.choice(list(TOWERS), size=2, replace=False)
         return f"\\boxed{{{src} {dst}}}"
 
     # -- state ------------------------------------------------------------------------

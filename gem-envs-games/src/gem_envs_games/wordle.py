@@ -105,7 +105,7 @@ class WordleEnv(gem.Env):
             "  X (grey): the letter is not in the word (or not as many times as you used it)\n"
             + ("Guesses must be real English words. " if self.only_real_words else "")
             + "A guess of the wrong length or a repeated guess wastes a turn.\n"
-            f"Answer with your word in \\boxed{{}}, e.g. {self.sample_random_action()}. "
+            f"Answer with your word in \\boxed{{}}, e.g. \\boxed{{{self._example()}}}. "
             "Anything without letters in \\boxed{} ends the game."
         )
         return f"{rules}\n\nEnter your first guess.", {}
@@ -123,7 +123,10 @@ class WordleEnv(gem.Env):
         shown = guess if len(guess) <= 20 else guess[:20] + "..."
         reward = 0.0
         if len(guess) != self.word_length:
-            text = f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; turn lost."
+            text = (
+                f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; "
+                "the turn is lost."
+            )
         elif self.only_real_words and not words.is_real_word(guess):
             text = f"Turn {self.turn}: {shown} is not in the word list; the turn is lost."
         elif guess in self.guesses:
@@ -151,6 +154,11 @@ class WordleEnv(gem.Env):
             self.greens[i] = True
         return 0.5 * len(new) / self.word_length
 
+    def _example(self) -> str:
+        """A common word other than the secret, to show the answer format."""
+        pool = words.secret_words(self.word_length)
+        return next(w for w in pool if w.upper() != self.secret).upper()
+
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.choice(words.secret_words(self.word_length)).upper()}}}"
 
@@ -177,6 +185,7 @@ class WordleEnv(gem.Env):
 def register(registry: Any) -> None:
     """Register GEM's Wordle ids."""
     entry = "gem_envs_games.wordle:WordleEnv"
+    registry.register("game:Wordle-v0", entry)  # bare id: the constructor defaults, as in GEM
     registry.register("game:Wordle-v0-easy", entry, word_length=3, only_real_words=True, max_turns=15)
     registry.register("game:Wordle-v0-hard", entry, word_length=5, only_real_words=True, max_turns=25)
     registry.register("game:Wordle-v0-random", entry, word_length=None, only_real_words=True, max_turns=None)

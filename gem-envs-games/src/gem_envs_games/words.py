@@ -20,11 +20,11 @@ True
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 
 #: the most frequent words that secrets are drawn from (normal / hardcore games)
-COMMON_RANK = 20_000
+COMMON_RANK = 10_000
 HARDCORE_RANK = 50_000
 #: word search: easy words are among the most frequent, hard ones come from further down
 WORD_SEARCH_EASY_RANK = 5_000
@@ -56,7 +56,7 @@ def _ranked_words() -> tuple[str, ...]:
     return tuple(w for w in top_n_list("en", HARDCORE_RANK) if w.isascii() and w.isalpha())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _secrets(length: int, first_rank: int, last_rank: int) -> tuple[str, ...]:
     dictionary = _dictionary_words()
     ranked = _ranked_words()[first_rank:last_rank]
@@ -66,7 +66,7 @@ def _secrets(length: int, first_rank: int, last_rank: int) -> tuple[str, ...]:
 def secret_words(length: int, hardcore: bool = False) -> tuple[str, ...]:
     """Common lower-case dictionary words of ``length`` letters, most frequent first.
 
-    ``hardcore`` widens the pool from the top 20k to the top 50k words.
+    ``hardcore`` widens the pool from the top 10k to the top 50k words.
 
     >>> secret_words(3)[:3]
     ('the', 'and', 'for')
@@ -82,7 +82,7 @@ def word_search_words(hardcore: bool = False) -> tuple[str, ...]:
     return tuple(w for n in range(4, 8) for w in _secrets(n, 0, WORD_SEARCH_EASY_RANK))
 
 
-@lru_cache(maxsize=None)
+@cache
 def guess_words(length: int) -> frozenset[str]:
     """Every word accepted as a guess of ``length`` letters: dictionary words plus the
     frequent words the dictionary lacks (plurals, past tenses, newer words)."""

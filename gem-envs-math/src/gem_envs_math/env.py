@@ -8,7 +8,6 @@ from typing import Any
 
 import gem
 from gem.core import StepResult
-
 from gem_envs_math import sources
 from gem_envs_math.grading import grade
 
@@ -40,9 +39,9 @@ class MathEnv(gem.Env):
     from the env's own RNG (``shuffle=False``: dataset order). Envs made from the same
     source, and spawned siblings, share one copy of the data.
 
-    >>> env = gem.make("eval:MATH500")                        # doctest: +SKIP
-    >>> question, info = env.reset(idx=0)                     # doctest: +SKIP
-    >>> env.step(r"$\\boxed{(3, \\frac{\\pi}{2})}$")[1]        # doctest: +SKIP
+    >>> env = gem.make("eval:MATH500")
+    >>> question, info = env.reset(idx=0)
+    >>> env.step(r"$\\boxed{(3, \\frac{\\pi}{2})}$")[1]
     1.0
     """
 
@@ -125,7 +124,7 @@ class MathEnv(gem.Env):
             assert self._order is not None
             self._current = self._order[self._position]
             self._position += 1
-        return self.question, {"idx": self._current}
+        return self.question, {"idx": self._current, "epoch": self._epoch}
 
     @property
     def question(self) -> str:

@@ -46,10 +46,8 @@ def last_boxed(text: str) -> str | None:
             stack.append(match.end())
     if found is not None:
         return text[found[0] : found[1]]
-    bare = None
-    for bare in _BARE_BOX.finditer(text):
-        pass
-    return bare.group(1) if bare else None
+    bare = [m.group(1) for m in _BARE_BOX.finditer(text)]
+    return bare[-1] if bare else None
 
 
 def gsm8k_answer(text: str) -> str | None:

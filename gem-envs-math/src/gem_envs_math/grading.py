@@ -4,7 +4,7 @@ The final answer is extracted in the caller (a linear scan, see :mod:`.extract`)
 comparison runs in the supervised worker pool (see :mod:`.pool`), so a grade always
 returns within its timeout and is safe from any thread or event loop.
 
->>> grade(r"... so the answer is $\\boxed{\\frac{3}{4}}$.", "0.75").correct   # doctest: +SKIP
+>>> grade(r"... so the answer is $\\boxed{\\frac{3}{4}}$.", "0.75").correct
 True
 """
 

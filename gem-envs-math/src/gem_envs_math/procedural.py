@@ -6,7 +6,7 @@ exact (integers, reduced fractions, tuples) and graded like any dataset answer.
 
 >>> env = ProceduralMathEnv(topics=["number_theory"], difficulty="easy")
 >>> question, info = env.reset(seed=0)
->>> env.step(f"\\\\boxed{{{env.answer}}}")[1]      # doctest: +SKIP
+>>> env.step(f"\\\\boxed{{{env.answer}}}")[1]
 1.0
 """
 
@@ -20,7 +20,6 @@ from typing import Any
 
 import gem
 from gem.core import StepResult
-
 from gem_envs_math.env import TERMINAL_STATE
 from gem_envs_math.grading import grade
 
@@ -32,6 +31,27 @@ Generator = Callable[[random.Random, int], tuple[str, str]]
 
 def _fraction_text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def _terms(pairs: Sequence[tuple[int, str]]) -> str:
+    """``[(3, "x^{2}"), (-1, "x"), (5, "")]`` -> ``3x^{2} - x + 5`` (zero terms dropped)."""
+    text = ""
+    for coefficient, variable in pairs:
+        if coefficient == 0:
+            continue
+        magnitude = abs(coefficient)
+        body = f"{'' if magnitude == 1 and variable else magnitude}{variable}"
+        if not text:
+            text = f"-{body}" if coefficient < 0 else body
+        else:
+            text += f" {'-' if coefficient < 0 else '+'} {body}"
+    return text or "0"
+
+
+def _frac_latex(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 # -- arithmetic --------------------------------------------------------------------------
@@ -56,11 +76,11 @@ def fraction_arithmetic(rng: random.Random, level: int) -> tuple[str, str]:
     """Add, subtract or multiply fractions; the answer in lowest terms."""
     terms = [Fraction(rng.randint(1, 6 * level), rng.randint(2, 6 * level + 2)) for _ in range(level + 1)]
     ops = [rng.choice("+-*") for _ in terms[1:]]
-    value, text = terms[0], f"\\frac{{{terms[0].numerator}}}{{{terms[0].denominator}}}"
+    value, text = terms[0], _frac_latex(terms[0])
     for op, term in zip(ops, terms[1:]):
         value = {"+": value + term, "-": value - term, "*": value * term}[op]
         symbol = "\\times" if op == "*" else op
-        text = f"\\left({text} {symbol} \\frac{{{term.numerator}}}{{{term.denominator}}}\\right)"
+        text = f"\\left({text} {symbol} {_frac_latex(term)}\\right)"
     return f"Compute ${text}$ and give the result as a fraction in lowest terms.", _fraction_text(value)
 
 
@@ -82,11 +102,12 @@ def linear_equation(rng: random.Random, level: int) -> tuple[str, str]:
     denominator = 1 if level < 3 else rng.randint(1, 4)
     x = Fraction(rng.randint(-high, high), denominator)
     # a - c is a multiple of x's denominator, so every coefficient stays an integer
-    c = _nonzero(rng, high)
-    a = c + denominator * _nonzero(rng, level + 1)
+    a = c = _nonzero(rng, high)
+    while a in (0, c):
+        a = c + denominator * _nonzero(rng, level + 1)
     b = rng.randint(-4 * high, 4 * high)
     d = int((a - c) * x) + b
-    return f"Solve for $x$: ${a}x + {b} = {c}x + {d}$.".replace("+ -", "- "), _fraction_text(x)
+    return f"Solve for $x$: ${_terms([(a, 'x'), (b, '')])} = {_terms([(c, 'x'), (d, '')])}$.", _fraction_text(x)
 
 
 def linear_system(rng: random.Random, level: int) -> tuple[str, str]:
@@ -98,8 +119,8 @@ def linear_system(rng: random.Random, level: int) -> tuple[str, str]:
         if a * d - b * c != 0:
             break
     first, second = a * x + b * y, c * x + d * y
-    text = f"Solve the system ${a}x + {b}y = {first}$ and ${c}x + {d}y = {second}$. Answer as an ordered pair $(x, y)$."
-    return text.replace("+ -", "- "), f"({x}, {y})"
+    equations = f"${_terms([(a, 'x'), (b, 'y')])} = {first}$ and ${_terms([(c, 'x'), (d, 'y')])} = {second}$"
+    return f"Solve the system {equations}. Answer as an ordered pair $(x, y)$.", f"({x}, {y})"
 
 
 def quadratic_roots(rng: random.Random, level: int) -> tuple[str, str]:
@@ -108,7 +129,7 @@ def quadratic_roots(rng: random.Random, level: int) -> tuple[str, str]:
     r, s = rng.randint(-high, high), rng.randint(-high, high)
     k = rng.randint(1, level)
     b, c = -k * (r + s), k * r * s
-    poly = f"{k if k > 1 else ''}x^2 + {b}x + {c}".replace("+ -", "- ")
+    poly = _terms([(k, "x^2"), (b, "x"), (c, "")])
     if level == 1 or rng.random() < 0.5:
         return f"What is the larger root of ${poly} = 0$?", str(max(r, s))
     return f"Let $p$ and $q$ be the roots of ${poly} = 0$. Compute $p^2 + q^2$.", str(r * r + s * s)
@@ -119,8 +140,7 @@ def polynomial_value(rng: random.Random, level: int) -> tuple[str, str]:
     degree = level + 1
     coefficients = [rng.randint(-9, 9) for _ in range(degree)] + [_nonzero(rng, 9)]
     x = rng.randint(-3 * level, 3 * level)
-    terms = [f"{a}x^{{{i}}}" if i > 1 else (f"{a}x" if i == 1 else str(a)) for i, a in enumerate(coefficients) if a]
-    text = " + ".join(reversed(terms)).replace("+ -", "- ")
+    text = _terms([(a, f"x^{{{i}}}" if i > 1 else "x" * i) for i, a in reversed(list(enumerate(coefficients)))])
     value = sum(a * x**i for i, a in enumerate(coefficients))
     return f"Let $f(x) = {text}$. Compute $f({x})$.", str(value)
 
@@ -139,7 +159,8 @@ def modular_power(rng: random.Random, level: int) -> tuple[str, str]:
     """The remainder of a power."""
     base, exponent = rng.randint(2, 10 * level), rng.randint(2, 10 ** level)
     modulus = rng.randint(3, 10 * level + 7)
-    return f"What is the remainder when ${base}^{{{exponent}}}$ is divided by {modulus}?", str(pow(base, exponent, modulus))
+    question = f"What is the remainder when ${base}^{{{exponent}}}$ is divided by {modulus}?"
+    return question, str(pow(base, exponent, modulus))
 
 
 def divisor_count(rng: random.Random, level: int) -> tuple[str, str]:

@@ -4,8 +4,8 @@ Every loader returns a :class:`Problems` (records with ``problem`` and ``answer`
 metadata such as ``subject`` and ``level``). Loaded datasets are cached per process and
 shared by every env built on them, spawned siblings included: no second copy in memory.
 
->>> problems = load_packaged("math500")          # doctest: +SKIP
->>> len(problems), problems[0]["answer"]          # doctest: +SKIP
+>>> problems = load_packaged("math500")
+>>> len(problems), problems[0]["answer"]
 (500, '\\\\left( 3, \\\\frac{\\\\pi}{2} \\\\right)')
 """
 
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from gem.errors import DataUnavailableError
-
 from gem_envs_math.data import read_packaged_file
 from gem_envs_math.extract import gsm8k_answer, last_boxed
 
@@ -199,7 +198,8 @@ def _records(
         if isinstance(answer, str) and answer_key == "solution":
             answer = last_boxed(answer) or answer
         answer = [str(a) for a in answer] if isinstance(answer, (list, tuple)) else str(answer)
-        extra = {k: v for k, v in row.items() if k not in (question_key, answer_key) and isinstance(v, (str, int, float))}
+        skip = (question_key, answer_key)
+        extra = {k: v for k, v in row.items() if k not in skip and isinstance(v, (str, int, float))}
         records.append({**extra, "problem": str(row[question_key]), "answer": answer})
     return records
 
@@ -218,14 +218,25 @@ def load_local(path: str | os.PathLike[str], question_key: str = "problem", answ
 
 
 # -- the Hugging Face hub ---------------------------------------------------------------
+#: offline ids that come closest to the reference's hub datasets, named in the error
+OFFLINE_ALTERNATIVES: dict[str, str] = {
+    "axon-rl/GSM-8k": "eval:GSM8K (GSM8K's test split)",
+    "axon-rl/MATH-12k": "math:MATHTest4.5K (MATH test minus MATH-500)",
+    "axon-rl/MATH-lvl3to5-8k": "math:MATHTest4.5K with levels=[3, 4, 5]",
+    "axon-rl/math-eval": "eval:MATH500, eval:MATH, eval:GSM8K",
+}
+
+
 def hub_hint(dataset_name: str, split: str | None) -> str:
     """How to supply a hub-only dataset: the message of the error a hub id raises."""
     split_text = f" (split {split!r})" if split else ""
+    alternative = OFFLINE_ALTERNATIVES.get(dataset_name)
     return (
         f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
-        f"Either pass a local copy: gem.make(ID, path='data.jsonl', question_key='problem', answer_key='answer') "
+        f"Either pass a local copy: gem.make(<id>, path='data.jsonl', question_key='problem', answer_key='answer') "
         "(.jsonl, .json or .parquet), or enable the hub: pip install datasets, and make sure the hub or its "
         "cache is reachable (HF_HUB_OFFLINE unset, or the dataset already in the HF cache)."
+        + (f" Offline, the closest packaged data is {alternative}." if alternative else "")
     )
 
 
@@ -241,7 +252,7 @@ def load_hub(
     def build() -> Problems:
         try:
             loaded = datasets.load_dataset(dataset_name, split=split)
-        except Exception as exc:  # noqa: BLE001 - offline, missing, gated: all mean "not available"
+        except Exception as exc:  # offline, missing, gated: all mean "not available"
             raise DataUnavailableError(f"{hub_hint(dataset_name, split)} ({type(exc).__name__}: {exc})") from exc
         if isinstance(loaded, datasets.DatasetDict):
             if len(loaded) != 1:

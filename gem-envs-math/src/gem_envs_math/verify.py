@@ -49,11 +49,19 @@ def is_equivalent(answer: str, reference: str) -> bool:
     >>> is_equivalent("(1, 2)", "(2, 1)")
     False
     """
-    if canonical_text(answer) == canonical_text(reference):
-        return True
+    return canonical_text(answer) == canonical_text(reference) or sympy_equivalent(answer, reference)
+
+
+def sympy_equivalent(answer: str, reference: str) -> bool:
+    """The math-verify half of :func:`is_equivalent`: parse both and compare, with no
+    string shortcut (so it also tells whether a reference parses as itself).
+
+    >>> sympy_equivalent("2, 1", "1, 2")
+    True
+    """
     try:
         gold = _parse(reference)
         pred = _parse(answer)
         return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
-    except Exception:  # noqa: BLE001 - any failure to parse or compare means "not shown equal"
+    except Exception:  # any failure to parse or compare means "not shown equal"
         return False

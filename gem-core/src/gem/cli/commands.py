@@ -99,6 +99,9 @@ def cmd_play(argv: list[str]) -> int:
     parser.add_argument("env_id")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--episodes", type=int, default=1)
+    parser.add_argument("--box", choices=("auto", "always", "never"), default="auto",
+                        help="put a typed move inside \\boxed{} (auto: when the env asks for \\boxed{} answers "
+                        "and the move has none)")
     args = parser.parse_args(argv)
     from gem.registration import make
 
@@ -109,6 +112,9 @@ def cmd_play(argv: list[str]) -> int:
             obs, _info = env.reset(seed=seed)
             print(f"=== {args.env_id}  episode {episode + 1}" + (f"  seed {seed}" if seed is not None else "") + " ===")
             print(obs)
+            box = args.box == "always" or (args.box == "auto" and "\\boxed" in str(obs))
+            if box and args.box == "auto":
+                print("\n(type just your move: it is sent as \\boxed{move}; --box never turns this off)")
             total, turn = 0.0, 0
             while True:
                 try:
@@ -121,6 +127,8 @@ def cmd_play(argv: list[str]) -> int:
                 if action.strip() == ":random":
                     action = env.sample_random_action()
                     print(f"(random action: {action})")
+                elif box and "\\boxed{" not in action:
+                    action = f"\\boxed{{{action.strip()}}}"
                 obs, reward, terminated, truncated, _info = env.step(action)
                 turn += 1
                 total += float(reward)

@@ -1,9 +1,9 @@
-"""Optimal sliding-puzzle play: IDA* with Manhattan distance plus linear conflicts."""
+"""Optimal sliding-puzzle play: IDA* guided by walking distance."""
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from gem_envs_games.fifteen_puzzle import OPPOSITE, SOURCE_OFFSET, slide
@@ -31,81 +31,108 @@ def read_tiles(observation: str) -> list[int]:
     return tiles
 
 
-@lru_cache(maxsize=None)
-def _line_cost(goal_order: tuple[int, ...]) -> int:
-    """Extra moves forced by tiles that sit in their goal line in the wrong order:
-    every tile outside a longest increasing run must step out of the line and back."""
-    longest = [1] * len(goal_order)
-    for i in range(len(goal_order)):
-        for j in range(i):
-            if goal_order[j] < goal_order[i]:
-                longest[i] = max(longest[i], longest[j] + 1)
-    return 2 * (len(goal_order) - max(longest, default=0))
+@cache
+def walking_distance_table(n: int) -> dict[int, int]:
+    """Walking distances for an ``n`` x ``n`` board: the fewest vertical moves that sort
+    the tiles into their goal rows, when only each row's count of tiles per goal row
+    matters (Takahashi's heuristic; the same table serves columns).
+
+    A state packs the counts, base ``n + 1``, with the gap's row above them.
+
+    >>> len(walking_distance_table(4))
+    24964
+    """
+    base = n + 1
+    gap_unit = base ** (n * n)
+    goal = sum((n - (i == n - 1)) * base ** (i * n + i) for i in range(n)) + (n - 1) * gap_unit
+    dist = {goal: 0}
+    frontier, d = [goal], 0
+    while frontier:
+        d += 1
+        following = []
+        for key in frontier:
+            gap_row, counts = divmod(key, gap_unit)
+            for other in (gap_row - 1, gap_row + 1):
+                if not 0 <= other < n:
+                    continue
+                for g in range(n):
+                    if counts // base ** (other * n + g) % base:
+                        # a tile bound for row g moves from `other` into the gap's row
+                        new = key - base ** (other * n + g) + base ** (gap_row * n + g) + (other - gap_row) * gap_unit
+                        if new not in dist:
+                            dist[new] = d
+                            following.append(new)
+        frontier = following
+    return dist
 
 
 class _Search:
+    """IDA* whose estimate is the vertical plus the horizontal walking distance. A move
+    changes only one of the two, so each child costs two additions and a lookup."""
+
     def __init__(self, tiles: list[int]) -> None:
-        self.n = n = int(round(len(tiles) ** 0.5))
+        self.n = n = round(len(tiles) ** 0.5)
         self.tiles = list(tiles)
-        self.neighbours = []
-        for pos in range(n * n):
-            r, c = divmod(pos, n)
-            moves = []
-            for direction, (dr, dc) in SOURCE_OFFSET.items():
-                if 0 <= r + dr < n and 0 <= c + dc < n:
-                    moves.append((direction, (r + dr) * n + c + dc))
-            self.neighbours.append(moves)
+        self.table = walking_distance_table(n)
+        self.unit = [[(n + 1) ** (i * n + g) for g in range(n)] for i in range(n)]
+        self.gap_unit = (n + 1) ** (n * n)
+        self.neighbours = [
+            [
+                (direction, (r + dr) * n + c + dc, dr != 0)
+                for direction, (dr, dc) in SOURCE_OFFSET.items()
+                if 0 <= r + dr < n and 0 <= c + dc < n
+            ]
+            for r, c in (divmod(pos, n) for pos in range(n * n))
+        ]
 
-    def row_cost(self, r: int) -> int:
-        n = self.n
-        return _line_cost(tuple((t - 1) % n for t in self.tiles[r * n : r * n + n] if t and (t - 1) // n == r))
-
-    def col_cost(self, c: int) -> int:
-        n = self.n
-        return _line_cost(tuple((t - 1) // n for t in self.tiles[c::n] if t and (t - 1) % n == c))
-
-    def heuristic(self) -> int:
-        n = self.n
-        manhattan = 0
+    def _keys(self) -> tuple[int, int]:
+        n, unit = self.n, self.unit
+        rows = cols = 0
         for pos, t in enumerate(self.tiles):
+            r, c = divmod(pos, n)
             if t:
-                manhattan += abs(pos // n - (t - 1) // n) + abs(pos % n - (t - 1) % n)
-        return manhattan + sum(self.row_cost(i) + self.col_cost(i) for i in range(n))
+                rows += unit[r][(t - 1) // n]
+                cols += unit[c][(t - 1) % n]
+            else:
+                rows += r * self.gap_unit
+                cols += c * self.gap_unit
+        return rows, cols
 
     def solve(self) -> list[str]:
         """A shortest list of moves (tile directions) to the goal."""
         self.path: list[str] = []
         gap = self.tiles.index(0)
-        bound = self.heuristic()
+        rows, cols = self._keys()
+        bound = self.table[rows] + self.table[cols]
         while True:
-            found = self._dfs(gap, 0, bound, self.heuristic(), None)
+            found = self._dfs(gap, 0, bound, rows, cols, None)
             if found is True:
                 return self.path
             bound = found
 
-    def _dfs(self, gap: int, g: int, bound: int, h: int, last: str | None) -> int | bool:
-        f = g + h
-        if f > bound:
-            return f
-        if h == 0:
+    def _dfs(self, gap: int, g: int, bound: int, rows: int, cols: int, last: str | None) -> int | bool:
+        estimate = self.table[rows] + self.table[cols]
+        if g + estimate > bound:
+            return g + estimate
+        if estimate == 0:
             return True
-        n, tiles = self.n, self.tiles
+        n, tiles, unit, gap_unit = self.n, self.tiles, self.unit, self.gap_unit
+        gr, gc = divmod(gap, n)
         smallest = 1 << 30
-        for direction, src in self.neighbours[gap]:
-            if last is not None and direction == OPPOSITE[last]:
+        for direction, src, vertical in self.neighbours[gap]:
+            if direction == OPPOSITE.get(last):
                 continue
             t = tiles[src]
-            goal_r, goal_c = divmod(t - 1, n)
-            gr, gc = divmod(gap, n)
             sr, sc = divmod(src, n)
-            vertical = gc == sc
-            # only the tile's Manhattan term and the two lines it leaves/enters change
-            before = self.row_cost(sr) + self.row_cost(gr) if vertical else self.col_cost(sc) + self.col_cost(gc)
+            if vertical:
+                goal = (t - 1) // n
+                new_rows, new_cols = rows + unit[gr][goal] - unit[sr][goal] + (sr - gr) * gap_unit, cols
+            else:
+                goal = (t - 1) % n
+                new_rows, new_cols = rows, cols + unit[gc][goal] - unit[sc][goal] + (sc - gc) * gap_unit
             tiles[gap], tiles[src] = t, 0
-            after = self.row_cost(sr) + self.row_cost(gr) if vertical else self.col_cost(sc) + self.col_cost(gc)
-            delta_md = (abs(gr - goal_r) + abs(gc - goal_c)) - (abs(sr - goal_r) + abs(sc - goal_c))
             self.path.append(direction)
-            found = self._dfs(src, g + 1, bound, h + delta_md + after - before, direction)
+            found = self._dfs(src, g + 1, bound, new_rows, new_cols, direction)
             if found is True:
                 return True
             self.path.pop()
@@ -132,6 +159,7 @@ class Solver:
         self.reset()
 
     def reset(self) -> None:
+        """Forget the plan of the previous episode."""
         self._plan: list[str] = []
         self._expected: list[int] | None = None
 
@@ -142,7 +170,7 @@ class Solver:
         if not self._plan:
             raise ValueError("the puzzle is already solved")
         move = self._plan.pop(0)
-        rows = int(round(len(tiles) ** 0.5))
+        rows = round(len(tiles) ** 0.5)
         slide(tiles, rows, move)
         self._expected = tiles
         return f"\\boxed{{{move}}}"

@@ -47,32 +47,28 @@ def slide(board: Rows, direction: str) -> Rows:
     return tuple(zip(*moved))
 
 
-def _corner_weights(n: int) -> list[list[float]]:
+@lru_cache(maxsize=8)
+def _corner_weights(n: int) -> tuple[tuple[float, ...], ...]:
     # a snake from the top-left corner: the order in which a chain of tiles merges
     order = [[r * n + (c if r % 2 == 0 else n - 1 - c) for c in range(n)] for r in range(n)]
-    return [[4.0 ** ((n * n - 1 - order[r][c]) / 2) for c in range(n)] for r in range(n)]
+    return tuple(tuple(4.0 ** ((n * n - 1 - order[r][c]) / 2) for c in range(n)) for r in range(n))
 
 
-@lru_cache(maxsize=1 << 18)
+@lru_cache(maxsize=1 << 14)
 def evaluate(board: Rows) -> float:
-    """Heuristic value: tiles weighted by their place on the corner snake, plus free cells."""
+    """Heuristic value: tiles weighted by their place on the corner snake, times a
+    bonus for free cells."""
     n = len(board)
-    weights = _weights(n)
+    weights = _corner_weights(n)
     score = 0.0
     empty = 0
-    for r in range(n):
-        row, w = board[r], weights[r]
+    for row, w in zip(board, weights):
         for c in range(n):
             if row[c]:
                 score += row[c] * w[c]
             else:
                 empty += 1
     return score * (1.0 + 0.1 * empty)
-
-
-@lru_cache(maxsize=8)
-def _weights(n: int) -> list[list[float]]:
-    return _corner_weights(n)
 
 
 def _best_after_spawn(board: Rows) -> float:
@@ -84,8 +80,8 @@ def _best_after_spawn(board: Rows) -> float:
     total = 0.0
     for r, c in empty:
         for tile, p in ((2, 0.9), (4, 0.1)):
-            row = board[r][:c] + (tile,) + board[r][c + 1 :]
-            child = board[:r] + (row,) + board[r + 1 :]
+            row = (*board[r][:c], tile, *board[r][c + 1:])
+            child = (*board[:r], row, *board[r + 1:])
             best = 0.0
             for d in DIRECTIONS:
                 moved = slide(child, d)
