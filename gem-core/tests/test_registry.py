@@ -104,3 +104,12 @@ def test_import_gem_imports_no_plugin_or_heavy_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_factory_returning_a_wrapper_still_records_the_id(gem_registry):
+    from gem.testing.envs import CountEnv
+    from gem.wrappers import TimeLimit
+
+    gem_registry.register("wrapped:Count-v0", lambda: TimeLimit(CountEnv(), max_steps=2))
+    env = gem.make("wrapped:Count-v0")
+    assert env.env_id == "wrapped:Count-v0" and env.unwrapped.spec.id == "wrapped:Count-v0"

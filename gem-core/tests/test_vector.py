@@ -36,8 +36,7 @@ def test_make_vec_reference_signature_and_async_mode(count_registry):
 
 
 def test_wrappers_apply_to_every_sub_env(count_registry):
-    fns = gem.wrappers.get_wrapper_fns("concat_with_action,episode_tracking")
-    with gem.make_vec("test:Count-v0", num_envs=2, wrappers=fns) as envs:
+    with gem.make_vec("test:Count-v0", num_envs=2, wrappers="concat_with_action,episode_tracking") as envs:
         envs.reset()
         _, _, _, _, infos = envs.step(["\\boxed{0}"] * 2)
         assert all(i["step"] == 1 for i in infos)

@@ -35,4 +35,4 @@ def gem_register_wrappers(registry: Any) -> None:
 
 @hookspec
 def gem_register_commands(cli: Any) -> None:
-    """Add ``gem`` subcommands: ``cli.add_command("train", run, help="...")``."""
+    """Add ``gem`` subcommands: ``cli.register("train", run, help="...")`` with ``run(argv) -> int``."""

@@ -33,7 +33,7 @@ EVAL_PACKAGES = {
     **dict.fromkeys(["CodeContest", "HumanEval", "MBPP"], "gem-envs-code"),
     **dict.fromkeys(
         ["QaOpen", "TriviaQA", "PopQA", "2Wiki", "HotpotQA", "Bamboogle",
-         "NaturalQuestions", "Musique"],
+         "NaturalQuestions", "Musique", "FanOutQA"],
         "gem-envs-qa",
     ),
 }

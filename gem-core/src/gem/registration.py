@@ -70,7 +70,7 @@ def _make_wrapped(
 
 def make_vec(
     env_ids: str | Sequence[str],
-    wrappers: Sequence[Callable[[Env], Env]] | None = None,
+    wrappers: Sequence[Callable[[Env], Env]] | str | None = None,
     vec_kwargs: Sequence[dict[str, Any]] | None = None,
     async_mode: bool = False,
     seed: int = 0,
@@ -82,7 +82,8 @@ def make_vec(
     backend_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> VectorEnv:
-    """A vector env of ``len(env_ids)`` envs (one per id), each wrapped by ``wrappers``.
+    """A vector env of ``len(env_ids)`` envs (one per id), each wrapped by ``wrappers``
+    (wrapper functions, or names such as ``"concat_with_action,episode_tracking"``).
 
     ``backend`` is ``"sync"``, ``"thread"`` (what ``async_mode=True`` selects, as in the
     reference package) or ``"process"``. ``vec_kwargs[i]`` holds kwargs for env ``i``
@@ -95,6 +96,10 @@ def make_vec(
     """
     from gem.vector import make_vector_env
 
+    if isinstance(wrappers, str):  # names, as get_wrapper_fns takes them
+        from gem.wrappers import get_wrapper_fns
+
+        wrappers = get_wrapper_fns(wrappers)
     if isinstance(env_ids, str):
         env_ids = [env_ids] * (num_envs or 1)
     env_ids = list(env_ids)

@@ -56,10 +56,13 @@ class EnvSpec:
         """Build the env with the spec's defaults updated by ``overrides``."""
         factory = load_entry_point(self.entry_point, f"env {self.id!r} (from {self.source})")
         env = factory(**{**self.kwargs, **overrides})
+        # a factory may return a wrapped env, whose env_id/spec are read-only views of the
+        # innermost env's: set them there
+        target = getattr(env, "unwrapped", env)
         for attr, value in (("env_id", self.id), ("spec", self)):
             try:
-                setattr(env, attr, value)
-            except AttributeError:  # a wrapper returned by the factory: id comes from inside
+                setattr(target, attr, value)
+            except AttributeError:
                 pass
         return env
 

@@ -24,6 +24,8 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 SYS_PIVOT_ROOT = 155  # x86_64
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+PR_CAPBSET_DROP = 24
 # statvfs flags that a read-only remount must keep (they are locked in user namespaces)
 KEEP = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096  # + NOATIME, NODIRATIME, RELATIME
 
@@ -51,6 +53,10 @@ def build_root(plan, root):
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     for path, target in plan["symlinks"]:
         os.symlink(target, root + path)
+    work = root + plan["workdir"]
+    os.makedirs(work, mode=0o755, exist_ok=True)
+    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={plan['tmp_size']}")
+    # binds after the work tmpfs, so that an interpreter living under /tmp stays visible
     for src in plan["binds"]:
         dst = root + src
         os.makedirs(dst, mode=0o755, exist_ok=True)
@@ -64,9 +70,6 @@ def build_root(plan, root):
         os.symlink(target, f"{root}/dev/{name}")
     os.makedirs(root + "/proc", mode=0o755)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    work = root + plan["workdir"]
-    os.makedirs(work, mode=0o755, exist_ok=True)
-    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={plan['tmp_size']}")
     for name, data in plan["files"].items():
         path = os.path.join(work, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -94,10 +97,14 @@ def pivot(root):
 def exec_program(plan):
     for name, value in plan["rlimits"].items():
         resource.setrlimit(getattr(resource, name), tuple(value))
+    for cap in range(64):  # empty the bounding set while we still hold CAP_SETPCAP
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     if plan["uid"] is not None:
         os.setgroups([])
         os.setresgid(plan["gid"], plan["gid"], plan["gid"])
         os.setresuid(plan["uid"], plan["uid"], plan["uid"])
+    # without ambient caps, exec as a non-zero uid leaves the program with none
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     os.chdir(plan["workdir"])
     os.setsid()

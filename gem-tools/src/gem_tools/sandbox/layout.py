@@ -56,11 +56,11 @@ def minimal_dirs(paths: list[str]) -> tuple[str, ...]:
 def interpreter(executable: str | None = None) -> Interpreter:
     """Describe ``executable`` (default: the running interpreter).
 
-    >>> interpreter().executable == sys.executable
+    >>> interpreter().executable == os.path.abspath(sys.executable)
     True
     """
-    exe = executable or sys.executable
-    if exe == sys.executable:
+    exe = os.path.abspath(executable or sys.executable)
+    if exe == os.path.abspath(sys.executable):
         import site
 
         found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()]

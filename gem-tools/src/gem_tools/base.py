@@ -1,0 +1,111 @@
+"""The tool protocol: parse a call out of the action text, execute it, report.
+
+A tool answers three questions about an action:
+
+- did it contain a call to me (``parsed``)?
+- did the call succeed (``not has_error``)?
+- what should the agent see next (``observation``)?
+
+:class:`ToolResult` is a 4-tuple in GEM's order ``(parsed, has_error, observation,
+parsed_action)``, so code written against the reference's ``execute_action`` keeps
+working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call found in an action: the function, its arguments, and the action text up
+    to the end of the call (GEM's ``parsed_action``)."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    parsed_action: str = ""
+
+
+class ToolResult(NamedTuple):
+    """What executing an action with a tool gave (GEM's tuple order)."""
+
+    parsed: bool
+    has_error: bool
+    observation: str
+    parsed_action: str
+
+    @property
+    def success(self) -> bool:
+        return self.parsed and not self.has_error
+
+
+NOT_PARSED = ToolResult(False, True, "", "")
+
+
+class Tool(ABC):
+    """Base class of tools.
+
+    Subclasses set ``name`` (the function name in JSON calls), ``tool_type`` (GEM's
+    label), ``description`` and ``parameters`` (a JSON schema), and implement
+    :meth:`parse`, :meth:`execute` and :meth:`instruction_string`. Override
+    :meth:`aexecute` when the tool has a native async path.
+
+    >>> tool = PythonCodeTool()                       # doctest: +SKIP
+    >>> tool.execute_action("<python>print(2 + 2)</python>")  # doctest: +SKIP
+    ToolResult(parsed=True, has_error=False, observation='Code execution result: 4\\n\\n', ...)
+    """
+
+    name: str = "tool"
+    tool_type: str = "base"
+    description: str = ""
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    @abstractmethod
+    def parse(self, action: str) -> ToolCall | None:
+        """The first call to this tool in ``action``, or ``None``."""
+
+    @abstractmethod
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Run a parsed call (``parsed`` is True in the result)."""
+
+    async def aexecute(self, call: ToolCall) -> ToolResult:
+        """Async :meth:`execute`; by default runs it in a worker thread."""
+        return await asyncio.to_thread(self.execute, call)
+
+    @abstractmethod
+    def instruction_string(self) -> str:
+        """Text appended to the first observation telling the agent how to call the tool."""
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style function schemas, for chat templates with a tools section
+        (``tokenizer.apply_chat_template(messages, tools=tool.schemas())``)."""
+        return [
+            {
+                "type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            }
+        ]
+
+    def json_call_example(self, **arguments: Any) -> str:
+        """A ``<tool_call>`` for this tool, as a Hermes/Qwen template would render it."""
+        return "<tool_call>\n" + json.dumps({"name": self.name, "arguments": arguments}) + "\n</tool_call>"
+
+    def execute_action(self, action: str) -> ToolResult:
+        """Parse ``action`` and execute the call if there is one."""
+        call = self.parse(action) if isinstance(action, str) else None
+        return NOT_PARSED if call is None else self.execute(call)
+
+    async def aexecute_action(self, action: str) -> ToolResult:
+        """Async :meth:`execute_action`."""
+        call = self.parse(action) if isinstance(action, str) else None
+        return NOT_PARSED if call is None else await self.aexecute(call)
+
+    def close(self) -> None:
+        """Release connections or processes; the default holds none."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

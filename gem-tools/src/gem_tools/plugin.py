@@ -1,0 +1,109 @@
+"""gem-tools' plugin: registers the tools and GEM's tool-wrapper names.
+
+Import-light: the factories import the tool modules only when called.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from gem.hookspecs import hookimpl
+
+#: GEM's tool-wrapper presets: (tool, wrapper kwargs, tool kwargs)
+WRAPPER_PRESETS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "python_tool": ("python", {"tool_reward": 0.05, "tool_success_reward": 0.25, "max_tool_uses": 5}, {}),
+    "python_tool_no_int_reward": ("python", {"tool_reward": 0.0, "tool_success_reward": 0.0, "max_tool_uses": 5}, {}),
+    "python_tool_no_int_reward_last_line_error": (
+        "python",
+        {"tool_reward": 0.0, "tool_success_reward": 0.0, "max_tool_uses": 5},
+        {"keep_error_last_line": True},
+    ),
+    "search_tool": ("search", {"tool_reward": 0.3, "tool_success_reward": 0.0, "max_tool_uses": 5}, {}),
+    "search_tool_no_int_reward": ("search", {"tool_reward": 0.0, "tool_success_reward": 0.0, "max_tool_uses": 5}, {}),
+}
+
+
+def make_python_tool(**kwargs: Any):
+    """``PythonCodeTool(timeout=5, **kwargs)`` (GEM's preset timeout)."""
+    from gem_tools.python_tool import PythonCodeTool
+
+    return PythonCodeTool(**{"timeout": 5, **kwargs})
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_search_tool(url: str | None, corpus: str | None, topk: int):
+    from gem_tools.search import SearchTool
+
+    return SearchTool(search_url=url, corpus=corpus, topk=topk, timeout=5)
+
+
+def make_search_tool(topk: int = 3, **kwargs: Any):
+    """A search tool from ``SEARCH_URL`` (a GEM retrieval server) or ``GEM_SEARCH_CORPUS``
+    (a local JSONL corpus indexed with BM25); built once per process and shared."""
+    if kwargs:
+        from gem_tools.search import SearchTool
+
+        return SearchTool(topk=topk, **kwargs)
+    return _shared_search_tool(os.environ.get("SEARCH_URL"), os.environ.get("GEM_SEARCH_CORPUS"), topk)
+
+
+def make_mcp_tool(*args: Any, **kwargs: Any):
+    """``MCPTool(...)``: see :class:`gem_tools.mcp_tool.MCPTool`."""
+    from gem_tools.mcp_tool import MCPTool
+
+    return MCPTool(*args, **kwargs)
+
+
+TOOL_FACTORIES = {"python": make_python_tool, "search": make_search_tool, "mcp": make_mcp_tool}
+
+
+def make_tool_wrapper(env: Any, preset: str) -> Any:
+    """Wrap ``env`` with the tool wrapper of GEM's preset ``preset``."""
+    from gem_tools.wrapper import ToolEnvWrapper
+
+    tool_name, wrapper_kwargs, tool_kwargs = WRAPPER_PRESETS[preset]
+    tool = TOOL_FACTORIES[tool_name](**tool_kwargs)
+    return ToolEnvWrapper(env, tools=[tool], **wrapper_kwargs)
+
+
+@hookimpl
+def gem_register_tools(registry: Any) -> None:
+    for name, factory in TOOL_FACTORIES.items():
+        registry.register(name, factory)
+
+
+@hookimpl
+def gem_register_wrappers(registry: Any) -> None:
+    for preset in WRAPPER_PRESETS:
+        registry.register(preset, functools.partial(make_tool_wrapper, preset=preset))
+
+
+def cmd_search_server(argv: list[str]) -> int:
+    from gem_tools.search.server import main
+
+    return main(argv)
+
+
+def cmd_sandbox(argv: list[str]) -> int:
+    """Say which sandbox backends work here; exit 1 when no isolating one does."""
+    import argparse
+
+    argparse.ArgumentParser(prog="gem sandbox", description=cmd_sandbox.__doc__).parse_args(argv)
+    from gem_tools.sandbox import available_backends, resolve_backend
+
+    for name, why in available_backends().items():
+        print(f"{name:<8} {'ok' if why is None else 'unavailable: ' + why}")
+    try:
+        print(f"default: {resolve_backend('auto').name}")
+    except RuntimeError as exc:
+        print(exc)
+        return 1
+    return 0
+
+
+@hookimpl
+def gem_register_commands(cli: Any) -> None:
+    cli.register("search-server", cmd_search_server, help="serve a JSONL corpus (BM25) with GEM's retrieval protocol")
+    cli.register("sandbox", cmd_sandbox, help="show which sandbox backends work on this machine")

@@ -1,0 +1,141 @@
+"""BM25 search over an offline corpus, and GEM's retrieval-server protocol against a real server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+from helpers import SumEnv
+
+from gem.wrappers import get_wrapper_fns
+from gem_tools import plugin
+from gem_tools.search import BM25Index, RetrievalClient, SearchTool, format_passages
+
+PASSAGES = [
+    {"title": "Paris", "text": "Paris is the capital and largest city of France."},
+    {"title": "Rome", "text": "Rome is the capital city of Italy, on the Tiber river."},
+    {"title": "Mount Everest", "text": "Mount Everest is Earth's highest mountain above sea level."},
+    {"title": "Python (programming language)", "text": "Python is a high-level programming language."},
+    {"title": "Amazon River", "text": "The Amazon is the largest river by discharge volume of water."},
+    {"title": "Moon", "text": "The Moon is Earth's only natural satellite."},
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": i, **p}) + "\n" for i, p in enumerate(PASSAGES)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def server_url(corpus):
+    """A real retrieval server process on 127.0.0.1, serving the corpus."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gem_tools.search.server", "--corpus", str(corpus), "--port", "0"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline()
+    assert line.startswith("serving 6 passages on "), line
+    yield line.split(" on ")[1].strip()
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_bm25_ranks_the_relevant_passage_first(corpus):
+    index = BM25Index.from_jsonl(corpus)
+    assert len(index) == 6
+    hits = index.search("highest mountain on Earth", topk=2)
+    assert hits[0].document["title"] == "Mount Everest" and hits[0].score > 0
+    assert index.search("capital of Italy")[0].document["contents"].startswith("Rome\n")
+    assert index.search("zzzz qqqq") == []  # no term matches: no hits, not random ones
+    assert [len(r) for r in index.batch_search(["Moon", "river"], topk=1)] == [1, 1]
+
+
+def test_passages_are_formatted_like_gem(corpus):
+    hits = BM25Index.from_jsonl(corpus).search("satellite", topk=1)
+    assert format_passages(hits) == "Doc 1(Title: Moon) The Moon is Earth's only natural satellite.\n"
+
+
+def test_search_tool_on_a_local_corpus(corpus):
+    tool = SearchTool(corpus=corpus, topk=2)
+    result = tool.execute_action("<think>hmm</think><search> largest river </search> rest")
+    assert result.success and result.parsed_action == "<think>hmm</think><search> largest river </search>"
+    assert result.observation.startswith("\n\n<information>Doc 1(Title: Amazon River)")
+    assert result.observation.endswith("</information>\n\n")
+    json_call = tool.json_call_example(query="programming language")
+    assert "Python (programming language)" in tool.execute_action(json_call).observation
+    assert tool.execute_action("<answer>Paris</answer>") == (False, True, "", "")
+    assert tool.schemas()[0]["function"]["parameters"]["required"] == ["query"]
+
+
+def test_search_tool_needs_exactly_one_source(corpus):
+    with pytest.raises(ValueError, match="exactly one source"):
+        SearchTool()
+    with pytest.raises(ValueError, match="exactly one source"):
+        SearchTool(search_url="http://127.0.0.1:1/retrieve", corpus=corpus)
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_client_against_a_real_server(server_url, encoding):
+    client = RetrievalClient(server_url, encoding=encoding)
+    hits = client.search("capital of France", topk=2)
+    assert hits[0].document["title"] == "Paris" and len(hits) <= 2
+    rows = client.batch_search(["Moon", "Everest"], topk=1)
+    assert [r[0].document["title"] for r in rows] == ["Moon", "Mount Everest"]
+
+
+def test_server_speaks_gems_wire_format(server_url):
+    import httpx
+
+    # exactly what GEM's SearchTool sends: a bare msgpack body
+    body = msgspec.msgpack.encode({"queries": ["Tiber"], "topk": 1, "return_scores": True})
+    reply = msgspec.msgpack.decode(httpx.post(server_url, content=body).content)
+    (item,) = reply["result"][0]
+    assert item["document"]["contents"].startswith("Rome\n") and item["score"] > 0
+    bad = httpx.post(server_url, content=b"\xc1not msgpack")
+    assert bad.status_code == 400
+
+
+@pytest.mark.asyncio
+async def test_search_tool_async_over_http(server_url):
+    tool = SearchTool(search_url=server_url, topk=1)
+    result = await tool.aexecute_action("<search>natural satellite</search>")
+    assert result.success and "Title: Moon" in result.observation
+
+
+def test_unreachable_server_is_a_failed_call_not_a_crash():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once we leave: nothing listens there
+    tool = SearchTool(search_url=f"http://127.0.0.1:{port}/retrieve", timeout=2)
+    result = tool.execute_action("<search>x</search>")
+    assert result.parsed and result.has_error and "SearchTool Error" in result.observation
+
+
+@pytest.mark.parametrize("name,tool_reward", [("search_tool", 0.3), ("search_tool_no_int_reward", 0.0)])
+def test_gem_search_wrappers_use_search_url(server_url, monkeypatch, name, tool_reward):
+    monkeypatch.setenv("SEARCH_URL", server_url)
+    monkeypatch.delenv("GEM_SEARCH_CORPUS", raising=False)
+    plugin._shared_search_tool.cache_clear()
+    (fn,) = get_wrapper_fns(name)
+    env = fn(SumEnv())
+    obs, _ = env.reset(seed=0)
+    assert "<search>" in obs
+    obs, reward, terminated, _, info = env.step("<search>Everest</search>")
+    assert "Mount Everest" in obs and reward == pytest.approx(tool_reward) and not terminated
+    assert info["tool_type"] == "search" and env.max_tool_uses == 5
+
+
+def test_gem_search_wrapper_without_a_source_says_what_to_set(monkeypatch):
+    monkeypatch.delenv("SEARCH_URL", raising=False)
+    monkeypatch.delenv("GEM_SEARCH_CORPUS", raising=False)
+    plugin._shared_search_tool.cache_clear()
+    (fn,) = get_wrapper_fns("search_tool")
+    with pytest.raises(ValueError, match="SEARCH_URL"):
+        fn(SumEnv())
