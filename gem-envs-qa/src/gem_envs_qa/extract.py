@@ -1,0 +1,57 @@
+"""Find the answer in a response: the last ``<answer>…</answer>`` or the last ``\\boxed{…}``.
+
+Both run in one linear pass over untrusted text (``str.rfind`` and a brace counter, no
+backtracking regex), so a megabyte of unclosed tags costs milliseconds.
+"""
+
+from __future__ import annotations
+
+_OPEN, _CLOSE = "<answer>", "</answer>"
+_BOX = "\\boxed{"
+
+
+def answer_tag(text: str) -> str | None:
+    """Content of the last complete ``<answer>…</answer>``, stripped; ``None`` if there is
+    none. An empty tag gives ``""`` (an answer, just a wrong one). The answer runs from the
+    last opening tag that is closed to the first closing tag after it.
+
+    >>> answer_tag("<think>hmm</think> <answer> Paris </answer>")
+    'Paris'
+    >>> answer_tag("<answer>Rome</answer> on second thought </answer>")
+    'Rome'
+    >>> answer_tag("<answer>unclosed") is None
+    True
+    """
+    last_close = text.rfind(_CLOSE)
+    if last_close < 0:
+        return None
+    start = text.rfind(_OPEN, 0, last_close)
+    if start < 0:
+        return None
+    start += len(_OPEN)
+    return text[start : text.find(_CLOSE, start)].strip()
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{…}`` whose braces balance, stripped; ``None`` if none.
+
+    >>> last_boxed(r"first \\boxed{1}, then \\boxed{{a} b}")
+    '{a} b'
+    """
+    limit = len(text)
+    while (start := text.rfind(_BOX, 0, limit)) >= 0:
+        depth = 1
+        i = start + len(_BOX)
+        while i < limit and depth:
+            char = text[i]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+            i += 1
+        if depth == 0:
+            return text[start + len(_BOX) : i - 1].strip()
+        # this box never closes, so no earlier box that reaches it can close either: an
+        # earlier box has to close before it. Scanning only up to here keeps it linear
+        limit = start
+    return None

@@ -1,0 +1,75 @@
+"""Registers the QA ids with gem-core (entry point ``gem = qa``).
+
+Import-light on purpose: only tables live here; the env modules (and pyarrow, bm25s) are
+imported when an env is made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gem
+
+_QA_ENV = "gem_envs_qa.env:QaEnv"
+_SEARCH_ENV = "gem_envs_qa.search:SearchQaEnv"
+
+#: the reference's hub-only ids: id -> (HF dataset, split, question key). ``make`` fails
+#: with a message saying how to pass a local copy (``source=``) or enable the hub
+HUB_IDS: dict[str, tuple[str, str | None, str]] = {
+    "qa:NaturalQuestions": ("axon-rl/NaturalQuestions", "train", "problem"),
+    "qa:HotpotQA": ("axon-rl/HotpotQA", "train", "problem"),
+    "eval:PopQA": ("axon-rl/search-eval", "popqa", "question"),
+    "eval:2Wiki": ("axon-rl/search-eval", "2wiki", "question"),
+    "eval:HotpotQA": ("axon-rl/search-eval", "hotpotqa", "question"),
+    "eval:Bamboogle": ("axon-rl/search-eval", "bamboogle", "question"),
+    "eval:Musique": ("axon-rl/search-eval", "musique", "question"),
+}
+
+#: ids served from packaged data: id -> (packaged dataset, description)
+OFFLINE_IDS: dict[str, tuple[str, str]] = {
+    "eval:QaOpen": ("nq-open", "NQ-open validation, 3610 questions (the reference's google-research-datasets/nq_open)"),
+    "eval:TriviaQA": ("triviaqa", "TriviaQA validation, 7993 questions (the reference uses a 512-question subset)"),
+    "eval:NaturalQuestions": ("nq-open", "NQ-open, 3610 questions (the reference uses a 512-question subset)"),
+    "eval:FanOutQA": ("fanoutqa", "FanOutQA dev, 310 multi-hop questions; multi-part answers need every part"),
+}
+
+#: search-augmented ids (ours): id -> (packaged dataset, description)
+SEARCH_IDS: dict[str, tuple[str, str]] = {
+    "qa:TriviaQA-search": ("triviaqa", "TriviaQA with a search tool over the offline corpus"),
+    "qa:NaturalQuestions-search": ("nq-open", "NQ-open with a search tool over the offline corpus"),
+    "qa:FanOutQA-search": ("fanoutqa", "FanOutQA (multi-hop) with a search tool over the offline corpus"),
+    "qa:SQuAD-search": ("squad", "open-domain SQuAD: find the paragraph with the search tool, then answer"),
+}
+
+
+@gem.hookimpl
+def gem_register_envs(registry: Any) -> None:
+    for env_id, (dataset_name, split, question_key) in HUB_IDS.items():
+        registry.register(
+            env_id, _QA_ENV, description=f"hub only: {dataset_name}:{split}", dataset_name=dataset_name, split=split,
+            question_key=question_key, answer_key="answer",
+        )  # fmt: skip
+    for env_id, (source, description) in OFFLINE_IDS.items():
+        registry.register(env_id, _QA_ENV, description=description, source=source)
+    for env_id, (source, description) in SEARCH_IDS.items():
+        registry.register(env_id, _SEARCH_ENV, description=description, source=source)
+
+
+@gem.hookimpl
+def gem_register_commands(cli: Any) -> None:
+    from gem_envs_qa import data, recall
+
+    cli.register("qa-data", data.cli, help="download the offline QA data (TriviaQA, NQ-open, FanOutQA) or show it")
+    cli.register("qa-recall", recall.cli, help="retrieval recall@k of the offline search corpus on each dataset")
+    cli.register("qa-corpus", _corpus_cli, help="write the offline search corpus (JSONL) and print its path")
+
+
+def _corpus_cli(argv: list[str]) -> int:
+    """``gem qa-corpus``: print the path of the offline corpus (for ``GEM_SEARCH_CORPUS``)."""
+    from gem_envs_qa.corpus import corpus_path
+
+    if argv:
+        print("usage: gem qa-corpus   (writes the corpus if needed and prints its path)")
+        return 2
+    print(corpus_path())
+    return 0
