@@ -150,37 +150,13 @@ def load_documents() -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-class SharedIndex:
-    """A BM25 index that many envs search, one query batch at a time.
-
-    The thread backend steps envs concurrently, and PyStemmer's stemmers (inside the
-    index's tokenizer) are not thread-safe; a search takes well under a millisecond, so
-    taking turns costs nothing measurable.
-    """
-
-    def __init__(self, index: Any) -> None:
-        self.index = index
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def search(self, query: str, topk: int = 3) -> list[Any]:
-        with self._lock:
-            return self.index.search(query, topk)
-
-    def batch_search(self, queries: list[str], topk: int = 3) -> list[list[Any]]:
-        with self._lock:
-            return self.index.batch_search(queries, topk)
-
-
 @functools.lru_cache(maxsize=4)
-def shared_index(path: str | None = None) -> SharedIndex:
-    """A BM25 index over the offline corpus (or over the JSONL corpus at ``path``), built
-    once per process and shared by every env (a :class:`gem_tools.search.BM25Index`
-    behind a lock)."""
+def shared_index(path: str | None = None) -> Any:
+    """A :class:`gem_tools.search.BM25Index` over the offline corpus (or over the JSONL
+    corpus at ``path``), built once per process and shared by every env (its searches
+    are thread-safe)."""
     from gem_tools.search import BM25Index
 
     if path is not None:
-        return SharedIndex(BM25Index.from_jsonl(path))
-    return SharedIndex(BM25Index(load_documents()))
+        return BM25Index.from_jsonl(path)
+    return BM25Index(load_documents())

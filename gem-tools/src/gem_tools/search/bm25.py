@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ class BM25Index:
         )
         self._retriever = bm25s.BM25()
         self._retriever.index(tokens, show_progress=False)
+        # PyStemmer stemmers are not thread-safe, and one index serves every env of a
+        # process (thread backend, async runner)
+        self._lock = threading.Lock()
 
     @classmethod
     def from_jsonl(cls, path: str | Path, **kwargs: Any) -> BM25Index:
@@ -72,8 +76,10 @@ class BM25Index:
 
     def batch_search(self, queries: list[str], topk: int = 3) -> list[list[Hit]]:
         k = max(1, min(topk, len(self.documents)))
-        tokens = self._bm25s.tokenize(queries, stopwords=self._stopwords, stemmer=self._stemmer, show_progress=False)
-        ids, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
+        with self._lock:
+            tokens = self._bm25s.tokenize(queries, stopwords=self._stopwords, stemmer=self._stemmer,
+                                          show_progress=False)
+            ids, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
         out = []
         for row_ids, row_scores in zip(ids, scores):
             out.append([Hit(self.documents[int(i)], float(s)) for i, s in zip(row_ids, row_scores) if s > 0])
