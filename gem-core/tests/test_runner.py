@@ -108,3 +108,26 @@ def test_an_env_instance_is_spawned_per_concurrent_episode(count_registry):
 
     trajs = asyncio.run(run_episodes(env, sync_policy, num_episodes=4, concurrency=2))
     assert len(trajs) == 4 and all(t.env_id == "test:Count-v0" for t in trajs)
+
+
+def test_policies_that_take_a_context_learn_their_episode(count_registry):
+    seen = []
+
+    async def act(observation, context):
+        seen.append((context.index, context.seed, context.turn, context.env_id))
+        return "\\boxed{0}"
+
+    run("test:Count-v0", act, seeds=[5, 6], max_turns=2)
+    assert sorted(seen) == [(0, 5, 0, "test:Count-v0"), (0, 5, 1, "test:Count-v0"),
+                            (1, 6, 0, "test:Count-v0"), (1, 6, 1, "test:Count-v0")]
+
+
+def test_an_env_that_fails_to_build_is_recorded_not_raised():
+    def broken_factory():
+        raise OSError("dataset missing")
+
+    async def act(observation):
+        return "x"
+
+    trajs = run(broken_factory, act, seeds=[0, 1], on_error="record")
+    assert [t.error for t in trajs] == ["OSError: dataset missing"] * 2

@@ -79,15 +79,27 @@ def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any) -> Callable[
     return lambda: apply_wrappers(base(), wrappers)
 
 
-def _as_async(policy: Any) -> Callable[[Any], Awaitable[str]]:
+@dataclass(frozen=True)
+class EpisodeContext:
+    """Which episode a policy call belongs to; passed to policies that take ``context``."""
+
+    index: int
+    seed: int | None
+    turn: int
+    env_id: str | None
+
+
+def _as_async(policy: Any) -> Callable[[Any, EpisodeContext], Awaitable[str]]:
     fn = getattr(policy, "act", policy)
     if not callable(fn):
         raise TypeError("policy must be an async function act(observation) -> str or have an .act method")
-    if inspect.iscoroutinefunction(fn):
-        return fn
+    try:
+        wants_context = "context" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        wants_context = False
 
-    async def call(observation: Any) -> str:
-        result = fn(observation)
+    async def call(observation: Any, context: EpisodeContext) -> str:
+        result = fn(observation, context=context) if wants_context else fn(observation)
         if inspect.isawaitable(result):
             return await result
         return result
@@ -114,6 +126,10 @@ async def run_episodes(
     episodes); ``max_turns`` truncates longer episodes. With ``on_error="record"`` an
     episode whose env or policy raises is kept with ``trajectory.error`` set and the
     other episodes go on; ``"raise"`` re-raises the first error.
+
+    A policy whose signature has a ``context`` parameter, ``act(observation, context)``,
+    also gets an :class:`EpisodeContext` (episode index, seed, turn), e.g. to keep
+    per-episode state such as token ids.
     """
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
@@ -137,14 +153,16 @@ async def run_episodes(
 
     async def episode(index: int, seed: int | None) -> Trajectory:
         async with semaphore:
-            env_ = await get_env()
-            traj = Trajectory(getattr(env_, "env_id", None), seed, index)
+            traj = Trajectory(None, seed, index)
             start = time.perf_counter()
+            env_: Env | None = None
             try:
+                env_ = await get_env()
+                traj.env_id = getattr(env_, "env_id", None)
                 obs, traj.initial_info = await env_.areset(seed=seed)
                 while max_turns is None or len(traj.turns) < max_turns:
                     t0 = time.perf_counter()
-                    action = await act(obs)
+                    action = await act(obs, EpisodeContext(index, seed, len(traj.turns), traj.env_id))
                     t1 = time.perf_counter()
                     next_obs, reward, terminated, truncated, info = await env_.astep(action)
                     t2 = time.perf_counter()
@@ -162,7 +180,8 @@ async def run_episodes(
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                pool.put_nowait(env_)
+                if env_ is not None:
+                    pool.put_nowait(env_)
             if on_trajectory is not None:
                 on_trajectory(traj)
             return traj
