@@ -141,3 +141,24 @@ def test_async_step(count_registry):
             return await envs.astep(["\\boxed{1}", "\\boxed{2}"])
 
         assert len(asyncio.run(go())[0]) == 2
+
+
+def test_process_backend_works_in_a_script_without_a_main_guard(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys, gem\n"
+        "from gem.testing.envs import CountEnv\n"
+        "gem.register('script:Count-v0', CountEnv)  # a class defined by the script's imports\n"
+        "context = sys.argv[1] if len(sys.argv) > 1 else None\n"
+        "envs = gem.make_vec(['script:Count-v0'] * 2, backend='process', backend_kwargs={'context': context})\n"
+        "print(len(envs.reset()[0]))\n"
+        "envs.close()\n"
+    )
+    ok = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and ok.stdout.strip() == "2", ok.stderr
+    forkserver = subprocess.run([sys.executable, str(script), "forkserver"], capture_output=True, text=True,
+                                timeout=60)
+    assert forkserver.returncode != 0 and "if __name__ == '__main__':" in forkserver.stderr

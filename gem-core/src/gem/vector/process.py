@@ -1,7 +1,8 @@
 """The ``process`` backend: envs live in worker processes (for CPU-bound envs).
 
 Envs are spread over ``num_workers`` processes (default: one per CPU, at most one per
-env). A worker that dies is restarted with fresh envs; the envs it held report the
+env), started with ``fork`` while the caller has one thread, else ``forkserver``
+(``backend_kwargs={"context": ...}`` chooses). A worker that dies is restarted with fresh envs; the envs it held report the
 death on their next call (raised, or in ``info`` with ``on_error="reset"``).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -93,11 +95,11 @@ class ProcessVectorEnv(VectorEnv):
         self,
         env_fns: Sequence[Callable[[], Env]],
         num_workers: int | None = None,
-        context: str = "forkserver",
+        context: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(env_fns, **kwargs)
-        self._ctx = mp.get_context(context)
+        self._context = context
         workers = max(1, min(num_workers or os.cpu_count() or 1, self.num_envs))
         chunks = [list(range(self.num_envs))[w::workers] for w in range(workers)]
         self._workers: list[_Worker] = []
@@ -111,8 +113,17 @@ class ProcessVectorEnv(VectorEnv):
             self._close()
             raise
 
+    def _start_method(self) -> str:
+        """``fork`` while this process has a single thread: it needs no ``__main__`` guard
+        and works with envs defined in a notebook or script. With other threads alive
+        (an inference engine, thread pools) forking is unsafe, so ``forkserver``."""
+        if self._context is not None:
+            return self._context
+        return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
+
     def _start(self, slot_args: list[SlotArgs]) -> _Worker:
-        worker = _Worker(self._ctx, slot_args)
+        method = self._start_method()
+        worker = _Worker(mp.get_context(method), slot_args)
         kind, payload = worker.recv()
         if kind != "ready":
             worker.stop()
@@ -124,7 +135,13 @@ class ProcessVectorEnv(VectorEnv):
                     payload.index,
                     payload.env_id,
                 )
-            raise RuntimeError(f"vector worker for envs {worker.indices} exited with code {payload} while starting")
+            hint = ""
+            if method != "fork":
+                hint = (f" With the {method!r} start method, worker processes re-run your script's top level: "
+                        "put the code that makes process-backend envs under `if __name__ == '__main__':`.")
+            raise RuntimeError(
+                f"vector worker for envs {worker.indices} exited with code {payload} while starting.{hint}"
+            )
         self._workers = [w for w in self._workers if w.indices != worker.indices] + [worker]
         for i in worker.indices:
             self._owner[i] = worker
