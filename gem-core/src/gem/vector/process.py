@@ -2,8 +2,9 @@
 
 Envs are spread over ``num_workers`` processes (default: one per CPU, at most one per
 env), started with ``fork`` while the caller has one thread, else ``forkserver``
-(``backend_kwargs={"context": ...}`` chooses). A worker that dies is restarted with fresh envs; the envs it held report the
-death on their next call (raised, or in ``info`` with ``on_error="reset"``).
+(``backend_kwargs={"context": ...}`` chooses). A worker that dies is restarted with
+fresh envs; the envs it held report the death on their next call (raised, or in
+``info`` with ``on_error="reset"``).
 """
 
 from __future__ import annotations
