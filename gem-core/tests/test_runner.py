@@ -131,3 +131,24 @@ def test_an_env_that_fails_to_build_is_recorded_not_raised():
 
     trajs = run(broken_factory, act, seeds=[0, 1], on_error="record")
     assert [t.error for t in trajs] == ["OSError: dataset missing"] * 2
+
+
+def test_policy_info_is_kept_per_turn(count_registry):
+    async def act(observation, context):
+        return "\\boxed{0}", {"turn": context.turn, "token_ids": [1, 2, 3]}
+
+    trajs = run("test:Count-v0", act, seeds=[0], max_turns=2)
+    assert [t.policy_info["turn"] for t in trajs[0].turns] == [0, 1]
+    assert all(t.action == "\\boxed{0}" for t in trajs[0].turns)
+
+
+def test_wrappers_that_need_a_tokenizer_get_it(count_registry):
+    class Template:
+        def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
+            return "|".join(m["content"] for m in messages) + ("|>" if add_generation_prompt else "")
+
+    async def act(observation):
+        return "\\boxed{0}"
+
+    trajs = run("test:Count-v0", act, seeds=[0], max_turns=1, wrappers="concat_chat", tokenizer=Template())
+    assert trajs[0].turns[0].observation.endswith("|>")

@@ -35,6 +35,8 @@ class Turn:
     info: dict[str, Any]
     act_seconds: float = 0.0
     step_seconds: float = 0.0
+    #: what the policy returned beside the action (token ids, logprobs, ...)
+    policy_info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Trajectory:
         return len(self.turns)
 
 
-def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any) -> Callable[[], Env]:
+def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
     from gem.registration import make
     from gem.wrappers import apply_wrappers
 
@@ -76,7 +78,7 @@ def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any) -> Callable[
         raise TypeError(f"env must be an id, an Env or a factory, got {type(env).__name__}")
     if not wrappers:
         return base
-    return lambda: apply_wrappers(base(), wrappers)
+    return lambda: apply_wrappers(base(), wrappers, tokenizer=tokenizer)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ async def run_episodes(
     concurrency: int = 16,
     max_turns: int | None = None,
     wrappers: str | list[str] | None = None,
+    tokenizer: Any = None,
     on_error: str = "raise",
     on_trajectory: Callable[[Trajectory], Any] | None = None,
 ) -> list[Trajectory]:
@@ -123,13 +126,15 @@ async def run_episodes(
 
     ``env`` is an id, an env (copied with ``spawn()`` per concurrent episode) or a
     factory. ``seeds`` fixes each episode's reset seed (its length sets the number of
-    episodes); ``max_turns`` truncates longer episodes. With ``on_error="record"`` an
+    episodes); ``max_turns`` truncates longer episodes; ``wrappers`` (names, applied in
+    order) get ``tokenizer`` when they need one (``concat_chat``). With ``on_error="record"`` an
     episode whose env or policy raises is kept with ``trajectory.error`` set and the
     other episodes go on; ``"raise"`` re-raises the first error.
 
     A policy whose signature has a ``context`` parameter, ``act(observation, context)``,
     also gets an :class:`EpisodeContext` (episode index, seed, turn), e.g. to keep
-    per-episode state such as token ids.
+    per-episode state. A policy may return ``(action, info)``: the dict is kept as the
+    turn's ``policy_info`` (e.g. prompt and response token ids, sampler logprobs).
     """
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
@@ -138,7 +143,7 @@ async def run_episodes(
         raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    make_env = _env_factory(env, wrappers)
+    make_env = _env_factory(env, wrappers, tokenizer)
     act = _as_async(policy)
     pool: asyncio.Queue[Env] = asyncio.Queue()
     created: list[Env] = []
@@ -163,13 +168,16 @@ async def run_episodes(
                 while max_turns is None or len(traj.turns) < max_turns:
                     t0 = time.perf_counter()
                     action = await act(obs, EpisodeContext(index, seed, len(traj.turns), traj.env_id))
+                    policy_info: dict[str, Any] = {}
+                    if isinstance(action, tuple):
+                        action, policy_info = action
                     t1 = time.perf_counter()
                     next_obs, reward, terminated, truncated, info = await env_.astep(action)
                     t2 = time.perf_counter()
                     if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
                         truncated = True
                     traj.turns.append(Turn(obs, action, float(reward), bool(terminated), bool(truncated), info,
-                                           t1 - t0, t2 - t1))
+                                           t1 - t0, t2 - t1, policy_info))
                     obs = next_obs
                     if terminated or truncated:
                         break
