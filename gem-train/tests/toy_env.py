@@ -59,3 +59,29 @@ class Bisect:
             self.hi = self.last - 1
         self.last = (self.lo + self.hi) // 2
         return f"\\boxed{{{self.last}}}"
+
+
+class Chatter(gem.Env):
+    """Accepts any reply for max_turns turns (reward 0.1 each): episodes whose length the policy cannot cut short."""
+
+    def __init__(self, max_turns: int = 3) -> None:
+        self.max_turns = max_turns
+
+    def reset(self, seed=None, **kwargs):
+        super().reset(seed)
+        self.turn = 0
+        return "Tell me a story.", {}
+
+    def step(self, action):
+        self.turn += 1
+        return "Go on.", 0.1, False, self.turn >= self.max_turns, {}
+
+    def sample_random_action(self):
+        return self.rng.choice(["once", "upon", "a time"])
+
+    def get_state(self):
+        return {"turn": self.turn, "rng": self.rng_state()}
+
+    def set_state(self, state):
+        self.turn = state["turn"]
+        self.set_rng_state(state["rng"])

@@ -14,7 +14,7 @@ what types cannot (ranges, choices, combinations) and names the field and the re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 ADVANTAGES = ("rebn", "grpo", "reinforce")
 LOSSES = ("reinforce", "ppo_clip")
@@ -33,11 +33,11 @@ class EnvConfig:
     # keyword arguments for gem.make (override the id's registered defaults)
     kwargs: dict[str, Any] = field(default_factory=dict)
     # "module:Class" to register ``id`` with before making it (an env of your own, no plugin needed)
-    entry_point: Optional[str] = None
+    entry_point: str | None = None
     # wrapper names applied in order (gem's get_wrapper_fns); "messages" hands the policy the chat history
     wrappers: str = "messages"
     # truncate episodes after this many turns (None: the env's own limit)
-    max_turns: Optional[int] = None
+    max_turns: int | None = None
     # first reset seed of held-out evaluation episodes (training seeds count up from 0)
     eval_seed_start: int = 1_000_000
     # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env) or "module:factory"
@@ -63,12 +63,12 @@ class AlgoConfig:
     # passes over each batch of experience (ppo_clip reuses samples; reinforce normally takes 1)
     epochs: int = 1
     # cap of the truncated importance weight min(pi/mu, cap) against the sampler's logprobs (None: off)
-    tis_cap: Optional[float] = None
+    tis_cap: float | None = None
     # how the per-token loss sum is normalised: constant (Dr.GRPO: divide by turns x norm_constant) or length
     # (divide by the number of response tokens in the micro-batch)
     loss_norm: str = "constant"
     # the constant for loss_norm=constant (None: rollout.max_tokens)
-    norm_constant: Optional[float] = None
+    norm_constant: float | None = None
 
 
 @dataclass
@@ -91,8 +91,10 @@ class TinyModelConfig:
 
 @dataclass
 class ModelConfig:
-    # a local Hugging Face causal-LM folder; None builds the tiny model (and its own tokenizer) from the env
-    path: Optional[str] = None
+    # tiny (built here, with its own tokenizer trained on the env's text) or hf (the folder in path)
+    name: str = "tiny"
+    # a local Hugging Face causal-LM folder (name=hf)
+    path: str | None = None
     # longest prompt + response in tokens; longer prompts become invalid actions
     max_model_len: int = 1024
     # parameter dtype of learner and sampler: float32, bfloat16 or float16
@@ -104,7 +106,7 @@ class ModelConfig:
 @dataclass
 class VLLMConfig:
     # KV-cache size in bytes (CPU backend); None lets vLLM size it from gpu_memory_utilization
-    kv_cache_memory_bytes: Optional[int] = 64 << 20
+    kv_cache_memory_bytes: int | None = 64 << 20
     # fraction of GPU memory vLLM may take (GPU backend)
     gpu_memory_utilization: float = 0.3
     # no CUDA graphs / torch.compile: quick start, needed on CPU
@@ -137,6 +139,8 @@ class SFTConfig:
     episodes: int = 0
     # probability that the demonstrator's action is replaced by env.sample_random_action()
     noise: float = 0.0
+    # probability that an action is cut to half its length: a malformed reply, as weak models write them
+    format_noise: float = 0.0
     # passes over the demonstrations
     epochs: int = 3
     # AdamW learning rate of the warm start
@@ -154,7 +158,7 @@ class TrainerConfig:
     # AdamW weight decay
     weight_decay: float = 0.0
     # gradient-norm clip (None: no clipping)
-    max_grad_norm: Optional[float] = 1.0
+    max_grad_norm: float | None = 1.0
     # turns per forward/backward; gradients accumulate over the micro-batches of one optimiser step
     micro_batch_size: int = 64
     # optimiser steps per epoch over one iteration's turns
@@ -173,8 +177,8 @@ class TrainerConfig:
     seed: int = 0
     # torch device of the learner: cpu, cuda, or auto
     device: str = "auto"
-    # torch CPU threads (None: torch's default)
-    threads: Optional[int] = None
+    # torch CPU threads (None: torch's default); ignored with rollout.engine=vllm, whose CPU backend binds its own
+    threads: int | None = None
     # supervised warm start on demonstrations before RL
     sft: SFTConfig = field(default_factory=SFTConfig)
 
@@ -227,8 +231,14 @@ def validate(cfg: TrainConfig) -> None:
     _check(a.epochs >= 1, "algo.epochs", f"must be >= 1, got {a.epochs}")
     _check(a.tis_cap is None or a.tis_cap >= 1.0, "algo.tis_cap",
            f"a truncation cap below 1 would down-weight on-policy tokens, got {a.tis_cap}")
+    _check(a.tis_cap is None or a.loss == "reinforce", "algo.tis_cap",
+           "the truncated importance weight corrects the reinforce loss; ppo_clip already uses the ratio to the "
+           "sampler, so set one or the other")
     _check(a.loss_norm in LOSS_NORMS, "algo.loss_norm", f"must be one of {', '.join(LOSS_NORMS)}, got {a.loss_norm!r}")
     _check(a.norm_constant is None or a.norm_constant > 0, "algo.norm_constant", f"must be > 0, got {a.norm_constant}")
+    _check(m.name in ("tiny", "hf"), "model.name", f"must be tiny or hf, got {m.name!r}")
+    _check(m.name != "hf" or bool(m.path), "model.path",
+           "model=hf needs the folder of a Hugging Face causal LM: model.path=/path/to/model")
     _check(m.dtype in ("float32", "bfloat16", "float16"), "model.dtype",
            f"must be float32, bfloat16 or float16, got {m.dtype!r}")
     _check(m.max_model_len > r.max_tokens, "model.max_model_len",
@@ -240,7 +250,7 @@ def validate(cfg: TrainConfig) -> None:
            f"must divide num_heads={tiny.num_heads}, got {tiny.num_kv_heads}")
     _check(tiny.vocab_size >= 300, "model.tiny.vocab_size",
            f"needs room for 256 byte tokens plus merges, got {tiny.vocab_size}")
-    if r.engine == "vllm" and m.path is None:
+    if r.engine == "vllm" and m.name == "tiny":
         _check(tiny.hidden_size // tiny.num_heads >= 32, "model.tiny.num_heads",
                f"vLLM's CPU attention needs head_dim >= 32; hidden_size/num_heads = "
                f"{tiny.hidden_size // tiny.num_heads}")
@@ -248,14 +258,16 @@ def validate(cfg: TrainConfig) -> None:
     _check(r.episodes_per_iter >= 1, "rollout.episodes_per_iter", f"must be >= 1, got {r.episodes_per_iter}")
     _check(r.concurrency >= 1, "rollout.concurrency", f"must be >= 1, got {r.concurrency}")
     _check(r.temperature > 0, "rollout.temperature",
-           f"training samples need a temperature > 0 (logprobs of greedy decoding are not a policy), got {r.temperature}")
+           f"training samples need a temperature > 0 (greedy decoding has no logprobs to learn from), "
+           f"got {r.temperature}")
     _check(0.0 < r.top_p <= 1.0, "rollout.top_p", f"must lie in (0, 1], got {r.top_p}")
     _check(r.max_tokens >= 1, "rollout.max_tokens", f"must be >= 1, got {r.max_tokens}")
     _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
     _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
     _check(t.micro_batch_size >= 1, "trainer.micro_batch_size", f"must be >= 1, got {t.micro_batch_size}")
     _check(t.minibatches >= 1, "trainer.minibatches", f"must be >= 1, got {t.minibatches}")
-    _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm", f"must be > 0, got {t.max_grad_norm}")
+    _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm",
+           f"must be > 0, got {t.max_grad_norm}")
     _check(t.eval_every >= 0, "trainer.eval_every", f"must be >= 0, got {t.eval_every}")
     _check(t.eval_episodes >= 1 or t.eval_every == 0, "trainer.eval_episodes", f"must be >= 1, got {t.eval_episodes}")
     _check(t.eval_temperature >= 0, "trainer.eval_temperature", f"must be >= 0, got {t.eval_temperature}")
@@ -263,4 +275,6 @@ def validate(cfg: TrainConfig) -> None:
            f"must be auto, cpu or cuda[:N], got {t.device!r}")
     _check(t.sft.episodes >= 0, "trainer.sft.episodes", f"must be >= 0, got {t.sft.episodes}")
     _check(0.0 <= t.sft.noise <= 1.0, "trainer.sft.noise", f"a probability must lie in [0, 1], got {t.sft.noise}")
+    _check(0.0 <= t.sft.format_noise <= 1.0, "trainer.sft.format_noise",
+           f"a probability must lie in [0, 1], got {t.sft.format_noise}")
     _check(t.sft.batch_size >= 1, "trainer.sft.batch_size", f"must be >= 1, got {t.sft.batch_size}")

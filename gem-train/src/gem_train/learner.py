@@ -116,7 +116,7 @@ class Learner:
                     stats["entropy"] = float((ent * batch["mask"]).sum()) / max(n, 1.0)
                     for key, value in stats.items():
                         totals[key] = totals.get(key, 0.0) + value * n
-                    totals["loss"] = totals.get("loss", 0.0) + float(loss_sum) / norm
+                    totals["loss"] = totals.get("loss", 0.0) + float(loss_sum.detach()) / norm
                     tokens_seen += n
                 totals["grad_norm"] = totals.get("grad_norm", 0.0) + self._step()
                 steps += 1
@@ -136,7 +136,7 @@ class Learner:
             logprobs, _ = self._forward(batch)
             loss = -(logprobs * batch["mask"]).sum() / max(num_tokens, 1)
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         return {"sft_loss": total, "grad_norm": self._step()}
 
     def state_dict(self) -> dict[str, torch.Tensor]:

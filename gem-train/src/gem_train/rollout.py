@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gem.runner import Trajectory, run_episodes
-
 from gem_train.engines.base import Engine, Sampling
 
 PROMPT_TOO_LONG = "prompt_too_long"
@@ -133,14 +132,14 @@ class EnginePolicy:
             batch, self._pending = self._pending, []
             sampling = self.sampling
             if sampling.seed is not None:
-                # a fresh seed per call: reproducible runs without repeating the same draws
+                # a fresh seed per call, so no two calls repeat the same draws
                 sampling = Sampling(sampling.temperature, sampling.top_p, sampling.max_tokens,
                                     sampling.seed + 100_003 * self._calls_seeded)
                 self._calls_seeded += 1
             start = time.perf_counter()
             try:
                 gens = await asyncio.to_thread(self.engine.generate, [p for p, _ in batch], sampling)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
+            except Exception as exc:
                 for _, fut in batch:
                     fut.set_exception(exc)
                 continue

@@ -7,10 +7,17 @@ learner's importance ratios must compare against.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from gem_train.engines.base import Generation, Sampling
+
+
+class _RotaryReloadFilter(logging.Filter):
+    # every reload warns that RotaryEmbedding got no weights: it has none, only a cache vLLM rebuilds
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.getMessage().startswith("RotaryEmbedding") and "Failed to load weights" in record.msg)
 
 
 def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
@@ -35,6 +42,8 @@ class VLLMEngine:
     ) -> None:
         # tensors cannot cross to an engine process; in-process reload is also ~0.02 s for small models
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM's INFO lines would drown the trainer's one line per iteration
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         try:
             from vllm import LLM
         except ImportError as exc:
@@ -58,6 +67,7 @@ class VLLMEngine:
             enable_prefix_caching=True,
             **kwargs,
         )
+        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
         if tie_word_embeddings is None:
             hf_config = self.llm.llm_engine.model_config.hf_config
             tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))

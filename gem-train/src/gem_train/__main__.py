@@ -1,0 +1,3 @@
+from gem_train.cli import main
+
+main()

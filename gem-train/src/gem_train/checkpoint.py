@@ -1,0 +1,50 @@
+"""Checkpoints: the model as a normal HF folder, the optimiser, and where the loop was.
+
+``<output_dir>/checkpoints/iter_000010/`` holds ``config.json``, the weights, the
+tokenizer, ``optimizer.pt`` and ``trainer_state.json``; any HF tool loads the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+PREFIX = "iter_"
+
+def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenizer: Any, optimizer: Any | None,
+                    state: dict[str, Any]) -> Path:
+    """Write the checkpoint of ``iteration``; written to a temporary name first so a crash leaves none half-done."""
+    root = Path(output_dir) / "checkpoints"
+    final = root / f"{PREFIX}{iteration:06d}"
+    tmp = root / f".tmp_{PREFIX}{iteration:06d}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if optimizer is not None:
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    (tmp / "trainer_state.json").write_text(json.dumps({"iteration": iteration, **state}, indent=1))
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+def latest_checkpoint(output_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``output_dir``, or None."""
+    root = Path(output_dir) / "checkpoints"
+    if not root.is_dir():
+        return None
+    done = sorted(p for p in root.glob(f"{PREFIX}*") if (p / "trainer_state.json").exists())
+    return done[-1] if done else None
+
+def load_trainer_state(checkpoint: str | Path) -> dict[str, Any]:
+    return json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+
+def load_optimizer(checkpoint: str | Path, optimizer: Any) -> None:
+    """Restore the optimiser saved with the checkpoint (the one after SFT has none: RL starts afresh)."""
+    path = Path(checkpoint) / "optimizer.pt"
+    if path.exists():
+        optimizer.load_state_dict(torch.load(path, weights_only=True))

@@ -1,0 +1,63 @@
+"""The Hydra app behind ``gem-train``, ``gem train`` and ``python -m gem_train``.
+
+``main`` only turns the composed config into a :class:`~gem_train.config.TrainConfig`
+and calls :func:`gem_train.trainer.train`::
+
+    gem-train                                   # the default run: GuessTheNumber, tiny model, SFT then ReBN
+    gem-train algo=grpo rollout=vllm trainer.iterations=50
+    gem-train --cfg job                         # print the composed config
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from gem_train.config import ConfigError, TrainConfig, register_configs, validate
+
+register_configs()
+
+
+def to_train_config(cfg: DictConfig | Any) -> TrainConfig:
+    """The typed config of a composed Hydra config (interpolations resolved), validated."""
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, TrainConfig):
+        raise ConfigError(f"the composed config is not a TrainConfig (got {type(obj).__name__}); "
+                          "config.yaml must list gem_train_schema first in its defaults")
+    validate(obj)
+    return obj
+
+
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+def _app(cfg: DictConfig) -> None:
+    from gem_train.trainer import train
+
+    try:
+        train_cfg = to_train_config(cfg)
+    except ConfigError as exc:
+        raise SystemExit(f"gem-train: bad config: {exc}") from None
+    train(train_cfg)
+
+
+def main() -> None:
+    """Console script ``gem-train``: Hydra parses ``sys.argv``."""
+    _app()
+
+
+def run(argv: list[str]) -> int:
+    """Run the app on ``argv`` (what follows ``gem train``); returns the exit status."""
+    saved = sys.argv
+    sys.argv = ["gem-train", *argv]
+    try:
+        _app()
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            return 1
+        return int(exc.code or 0)
+    finally:
+        sys.argv = saved
+    return 0

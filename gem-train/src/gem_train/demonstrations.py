@@ -1,0 +1,88 @@
+"""Demonstration episodes for the SFT warm start: a scripted policy (such as the games
+suite's solvers), optionally made noisy, played through the same wrappers and chat
+template as RL, so the warm start trains on exactly the prompts RL will see.
+
+>>> samples, stats = demonstrations(make_env, solver_for, tokenizer, range(64), noise=0.3)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from importlib import import_module
+from typing import Any
+
+from gem_train.rollout import TurnSample, encode_prompt
+
+
+def demonstrator_factory(spec: str) -> Callable[[Any], Any]:
+    """``"solver"`` (the games suite's ``solver_for``) or ``"module:factory"``; factory(env) -> demonstrator."""
+    if spec == "solver":
+        try:
+            from gem_envs_games.solvers import solver_for
+        except ImportError as exc:
+            raise ImportError(
+                "env.demonstrator=solver needs the games suite (pip install gem-envs-games), "
+                "or set env.demonstrator=module:factory, or trainer.sft.episodes=0"
+            ) from exc
+        return solver_for
+    module, sep, name = spec.partition(":")
+    if not sep:
+        raise ValueError(f"env.demonstrator must be 'solver' or 'module:factory', got {spec!r}")
+    return getattr(import_module(module), name)
+
+
+def _latest_text(observation: Any) -> str:
+    # a demonstrator reads what the env just said, not the history a wrapper built around it
+    if isinstance(observation, list):
+        return str(observation[-1]["content"])
+    return str(observation)
+
+
+def demonstrations(
+    make_env: Callable[[], Any],
+    make_demonstrator: Callable[[Any], Any],
+    tokenizer: Any,
+    seeds: Iterable[int],
+    noise: float = 0.0,
+    format_noise: float = 0.0,
+    templated: bool = False,
+    max_model_len: int = 1024,
+    max_turns: int | None = None,
+    seed: int = 0,
+) -> tuple[list[TurnSample], dict[str, float]]:
+    """Play the demonstrator on ``seeds``; every turn becomes a prompt (chat-templated as in
+    RL) and a response (the action's tokens then eos). With probability ``noise`` an action
+    is the env's ``sample_random_action()`` instead, and with probability ``format_noise``
+    it is cut to half its length (malformed, in any env that parses its actions)."""
+    rng = random.Random(seed)
+    env = make_env()
+    demonstrator = make_demonstrator(env)
+    samples: list[TurnSample] = []
+    returns, successes, episodes = 0.0, 0, 0
+    try:
+        for s in seeds:
+            obs, _ = env.reset(seed=s)
+            demonstrator.reset()
+            turn = 0
+            while max_turns is None or turn < max_turns:
+                action = demonstrator.act(_latest_text(obs))
+                if rng.random() < noise:
+                    action = env.sample_random_action()
+                if rng.random() < format_noise:
+                    action = action[: len(action) // 2]
+                prompt = encode_prompt(tokenizer, obs, templated)
+                response = tokenizer(action, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+                obs, reward, terminated, truncated, info = env.step(action)
+                if len(prompt) + len(response) <= max_model_len:
+                    samples.append(TurnSample(prompt, response, [], "stop", float(reward)))
+                returns += float(reward)
+                turn += 1
+                if terminated or truncated:
+                    successes += bool(info.get("correct", reward > 0))
+                    break
+            episodes += 1
+    finally:
+        env.close()
+    n = max(episodes, 1)
+    return samples, {"demo_return": returns / n, "demo_success": successes / n, "demo_turns": len(samples) / n}

@@ -1,0 +1,212 @@
+"""The training loop: collect episodes, compute advantages, update, sync weights, log.
+
+:func:`train` is a plain function of a :class:`~gem_train.config.TrainConfig`; the CLI
+only builds that config. Tests call it directly with a shrunken config.
+
+>>> from gem_train.config import TrainConfig
+>>> cfg = TrainConfig()
+>>> cfg.trainer.iterations = 2
+>>> summary = train(cfg)            # doctest: +SKIP
+>>> summary["final_eval_return"]    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gem_train.algorithms.advantages import turn_advantages
+from gem_train.checkpoint import latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
+from gem_train.config import TrainConfig, validate
+from gem_train.demonstrations import demonstrations, demonstrator_factory
+from gem_train.engines import Engine, Sampling, make_engine
+from gem_train.learner import Learner
+from gem_train.metrics_log import MetricsLog
+from gem_train.model import build_tiny_model, load_policy, resolve_device
+from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, Episode, collect
+
+TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
+
+
+def env_factories(cfg: TrainConfig) -> tuple[Callable[[], Any], Callable[[Any], Callable[[], Any]]]:
+    """``(make_base_env, wrapped(tokenizer))``: the bare env, and a factory of the env with its wrappers."""
+    import gem
+    from gem.wrappers import apply_wrappers
+
+    if cfg.env.entry_point and cfg.env.id not in gem.list_envs():
+        gem.register(cfg.env.id, cfg.env.entry_point)
+    kwargs = dict(cfg.env.kwargs)
+
+    def make_base_env() -> Any:
+        return gem.make(cfg.env.id, **kwargs)
+
+    def wrapped(tokenizer: Any) -> Callable[[], Any]:
+        return lambda: apply_wrappers(make_base_env(), cfg.env.wrappers, tokenizer=tokenizer)
+
+    return make_base_env, wrapped
+
+
+def episode_metrics(episodes: list[Episode], prefix: str = "") -> dict[str, float]:
+    """Return, success rate, turns and token counts of a batch of episodes."""
+    turns = [t for ep in episodes for t in ep.turns]
+    n, nt = max(len(episodes), 1), max(len(turns), 1)
+    return {
+        f"{prefix}return": sum(ep.total_return for ep in episodes) / n,
+        f"{prefix}success": sum(ep.success for ep in episodes) / n,
+        f"{prefix}turns": len(turns) / n,
+        f"{prefix}response_tokens": sum(len(t.response_ids) for t in turns) / nt,
+        f"{prefix}prompt_tokens": sum(len(t.prompt_ids) for t in turns) / nt,
+        f"{prefix}cut_responses": sum(t.finish_reason == "length" for t in turns) / nt,
+        f"{prefix}prompts_too_long": sum(t.finish_reason == PROMPT_TOO_LONG for t in turns) / nt,
+    }
+
+
+def train_seeds(iteration: int, cfg: TrainConfig) -> tuple[list[int], list[int]]:
+    """Reset seeds and group ids of one iteration's episodes (a group shares its seed)."""
+    groups = cfg.rollout.episodes_per_iter // cfg.algo.group_size
+    first = cfg.trainer.seed * 1_000_003 + iteration * groups
+    seeds = [first + g for g in range(groups) for _ in range(cfg.algo.group_size)]
+    return seeds, [g for g in range(groups) for _ in range(cfg.algo.group_size)]
+
+
+class _Run:
+    """The objects of one run, built from the config."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.out = Path(cfg.experiment.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.log = MetricsLog(self.out / "metrics.jsonl", console=cfg.experiment.console)
+        self.device = resolve_device(cfg.trainer.device)
+        self.make_base_env, wrapped = env_factories(cfg)
+        init_path = cfg.model.path if cfg.model.name == "hf" else str(build_tiny_model(
+            self.out / "model_init", self.make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
+        ))
+        self.checkpoint = latest_checkpoint(self.out) if cfg.trainer.resume else None
+        self.state: dict[str, Any] = load_trainer_state(self.checkpoint) if self.checkpoint else {}
+        load_from = str(self.checkpoint) if self.checkpoint else init_path
+        self.model, self.tokenizer = load_policy(load_from, cfg.model.dtype, self.device)
+        self.make_env = wrapped(self.tokenizer)
+        names = [w.strip() for w in cfg.env.wrappers.split(",")] if cfg.env.wrappers else []
+        self.templated = any(w in TEMPLATED_WRAPPERS for w in names)
+        self.engine_path = load_from
+
+    def engine(self) -> Engine:
+        cfg = self.cfg
+        options: dict[str, Any] = {"dtype": cfg.model.dtype, "seed": cfg.trainer.seed}
+        if cfg.rollout.engine == "vllm":
+            v = cfg.rollout.vllm
+            options.update(max_model_len=cfg.model.max_model_len, kv_cache_memory_bytes=v.kv_cache_memory_bytes,
+                           gpu_memory_utilization=v.gpu_memory_utilization, enforce_eager=v.enforce_eager)
+        else:
+            options["device"] = self.device
+        return make_engine(cfg.rollout.engine, self.engine_path, **options)
+
+    def policy(self, engine: Engine, temperature: float, seed: int) -> EnginePolicy:
+        r = self.cfg.rollout
+        return EnginePolicy(engine, self.tokenizer, Sampling(temperature, r.top_p if temperature > 0 else 1.0,
+                                                             r.max_tokens, seed),
+                            self.cfg.model.max_model_len, self.templated, r.batch_wait_ms / 1000)
+
+    def learner(self, lr: float | None = None) -> Learner:
+        cfg = self.cfg
+        constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
+        return Learner(self.model, cfg.algo, cfg.trainer, cfg.rollout.temperature, constant,
+                       self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed)
+
+
+def _sft(run: _Run) -> None:
+    cfg, sft = run.cfg, run.cfg.trainer.sft
+    start = time.perf_counter()
+    # demonstration seeds sit below the eval seeds and apart from the RL seeds' start
+    seeds = range(cfg.env.eval_seed_start // 2, cfg.env.eval_seed_start // 2 + sft.episodes)
+    samples, stats = demonstrations(
+        run.make_env, demonstrator_factory(cfg.env.demonstrator), run.tokenizer, seeds, noise=sft.noise,
+        format_noise=sft.format_noise, templated=run.templated, max_model_len=cfg.model.max_model_len,
+        max_turns=cfg.env.max_turns, seed=cfg.trainer.seed,
+    )
+    learner = run.learner(lr=sft.lr)
+    rng = random.Random(cfg.trainer.seed)
+    for epoch in range(sft.epochs):
+        rng.shuffle(samples)
+        losses = [learner.supervised_update(samples[i:i + sft.batch_size])["sft_loss"]
+                  for i in range(0, len(samples), sft.batch_size)]
+        run.log.write("sft", epoch=epoch + 1, sft_loss=sum(losses) / max(len(losses), 1), turns=float(len(samples)),
+                      **stats, seconds=time.perf_counter() - start)
+
+
+def _evaluate(run: _Run, engine: Engine, iteration: int) -> dict[str, float]:
+    cfg = run.cfg
+    start = time.perf_counter()
+    seeds = list(range(cfg.env.eval_seed_start, cfg.env.eval_seed_start + cfg.trainer.eval_episodes))
+    policy = run.policy(engine, cfg.trainer.eval_temperature, cfg.trainer.seed + 7)
+    episodes = collect(run.make_env, policy, seeds, concurrency=cfg.rollout.concurrency,
+                       max_turns=cfg.env.max_turns)
+    metrics = episode_metrics(episodes, prefix="eval_")
+    run.log.write("eval", iteration=iteration, **metrics, eval_s=time.perf_counter() - start)
+    return metrics
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Run the configured training; returns a summary (first and last evaluation, output folder).
+
+    Writes ``<experiment.output_dir>/metrics.jsonl`` and checkpoints; with
+    ``trainer.resume`` a run folder that holds a checkpoint continues from it.
+    """
+    validate(cfg)
+    if cfg.trainer.threads and cfg.rollout.engine == "hf":
+        # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
+        torch.set_num_threads(cfg.trainer.threads)
+    torch.manual_seed(cfg.trainer.seed)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    run = _Run(cfg)
+    t = cfg.trainer
+    start_iteration = int(run.state.get("iteration", 0))
+    if t.sft.episodes > 0 and not run.state.get("sft_done", False):
+        _sft(run)
+        # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
+        save_checkpoint(run.out, 0, run.model, run.tokenizer, None, {"sft_done": True, "env": cfg.env.id})
+    engine = run.engine()
+    summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
+    try:
+        if run.checkpoint is None and t.sft.episodes > 0:
+            engine.load_weights(run.model.state_dict())  # the engine started from the pre-SFT folder
+        learner = run.learner()
+        if run.checkpoint is not None:
+            load_optimizer(run.checkpoint, learner.optimizer)
+        if t.eval_every > 0:
+            summary["first_eval"] = _evaluate(run, engine, start_iteration)
+        for iteration in range(start_iteration + 1, t.iterations + 1):
+            t0 = time.perf_counter()
+            # seeded per iteration; draws still depend on how concurrent requests happen to batch
+            policy = run.policy(engine, cfg.rollout.temperature, cfg.trainer.seed * 1_000_003 + 7919 * iteration)
+            seeds, groups = train_seeds(iteration, cfg)
+            episodes = collect(run.make_env, policy, seeds, groups, cfg.rollout.concurrency, cfg.env.max_turns)
+            t1 = time.perf_counter()
+            advantages = turn_advantages([ep.rewards for ep in episodes], [ep.group for ep in episodes],
+                                         cfg.algo.name, cfg.algo.gamma, cfg.algo.normalize_std)
+            samples = [turn for ep in episodes for turn in ep.turns]
+            update = learner.update(samples, [a for adv in advantages for a in adv])
+            t2 = time.perf_counter()
+            engine.load_weights(learner.state_dict())
+            t3 = time.perf_counter()
+            summary["last_train"] = run.log.write(
+                "train", iteration=iteration, **episode_metrics(episodes), **update,
+                rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2,
+                generate_calls=policy.generate_calls,
+            )
+            if t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
+                summary["last_eval"] = _evaluate(run, engine, iteration)
+            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+                save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer,
+                                {"sft_done": True, "env": cfg.env.id})
+    finally:
+        engine.close()
+    return summary

@@ -1,0 +1,104 @@
+"""The Hydra app composes typed configs; bad values name the field and the reason."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ValidationError
+
+from gem_train.cli import run, to_train_config
+from gem_train.config import ConfigError, TrainConfig, validate
+
+
+def composed(*overrides: str) -> TrainConfig:
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        return to_train_config(compose("config", overrides=list(overrides)))
+
+
+def test_default_config_is_the_main_job():
+    cfg = composed()
+    assert cfg.env.id == "game:GuessTheNumber-v0-easy"
+    assert (cfg.algo.name, cfg.algo.loss, cfg.model.name, cfg.rollout.engine) == ("rebn", "reinforce", "tiny", "hf")
+    assert cfg.trainer.sft.episodes > 0  # the warm start from the games' solver
+    assert cfg.experiment.output_dir == "runs/guess_the_number"
+
+
+def test_groups_and_overrides_compose():
+    cfg = composed("algo=grpo", "rollout=vllm", "experiment=smoke", "trainer.lr=0.01")
+    assert (cfg.algo.name, cfg.algo.group_size, cfg.algo.loss) == ("grpo", 4, "ppo_clip")
+    assert cfg.rollout.engine == "vllm" and cfg.trainer.lr == 0.01
+    assert cfg.trainer.iterations == 2 and cfg.experiment.output_dir == "runs/smoke"
+    assert composed("algo=rebn_ppo").algo.epochs == 4
+
+
+def test_wrong_type_and_unknown_key_name_the_field():
+    with pytest.raises(ConfigCompositionException, match="algo.gamma=abc") as bad_type:
+        composed("algo.gamma=abc")
+    assert isinstance(bad_type.value.__cause__, ValidationError)
+    assert "full_key: algo.gamma" in str(bad_type.value.__cause__) and "Float" in str(bad_type.value.__cause__)
+    with pytest.raises(ConfigCompositionException, match="algo.gama") as unknown:
+        composed("algo.gama=0.5")
+    assert "Key 'gama' not in 'AlgoConfig'" in str(unknown.value.__cause__)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("algo.gamma", 1.5, "discount"),
+        ("algo.name", "ppo2", "one of rebn, grpo, reinforce"),
+        ("algo.tis_cap", 0.5, "below 1"),
+        ("rollout.temperature", 0.0, "temperature > 0"),
+        ("model.max_model_len", 16, "rollout.max_tokens"),
+        ("trainer.sft.noise", 2.0, "probability"),
+    ],
+)
+def test_validate_names_the_field_and_why(field, value, why):
+    cfg = TrainConfig()
+    section, *rest = field.split(".")
+    target = getattr(cfg, section)
+    for part in rest[:-1]:
+        target = getattr(target, part)
+    setattr(target, rest[-1], value)
+    with pytest.raises(ConfigError, match=rf"^{field}: .*{why}"):
+        validate(cfg)
+
+
+def test_combinations_are_checked():
+    cfg = TrainConfig()
+    cfg.algo = dataclasses.replace(cfg.algo, name="grpo", group_size=1)
+    with pytest.raises(ConfigError, match="^algo.group_size: grpo"):
+        validate(cfg)
+    cfg = TrainConfig()
+    cfg.algo = dataclasses.replace(cfg.algo, loss="ppo_clip", tis_cap=2.0)
+    with pytest.raises(ConfigError, match="^algo.tis_cap"):
+        validate(cfg)
+    cfg = TrainConfig()
+    cfg.rollout.engine = "vllm"
+    cfg.model.tiny.num_heads = 4  # head_dim 16
+    with pytest.raises(ConfigError, match="head_dim >= 32"):
+        validate(cfg)
+    with pytest.raises(ConfigError, match="^model.path: model=hf needs"):
+        validate(composed("model=hf"))
+
+
+def test_every_schema_field_has_a_comment():
+    import inspect
+
+    from gem_train import config
+
+    source = inspect.getsource(config).splitlines()
+    for cls in (config.EnvConfig, config.AlgoConfig, config.TinyModelConfig, config.ModelConfig, config.VLLMConfig,
+                config.RolloutConfig, config.SFTConfig, config.TrainerConfig, config.ExperimentConfig):
+        for f in dataclasses.fields(cls):
+            line = next(i for i, text in enumerate(source) if text.strip().startswith(f"{f.name}:")
+                        and i > next(j for j, t in enumerate(source) if t.startswith(f"class {cls.__name__}")))
+            assert source[line - 1].strip().startswith("#"), f"{cls.__name__}.{f.name} has no comment above it"
+
+
+def test_cli_reports_a_bad_value_and_exits_nonzero(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # Hydra makes its run folder under the working directory
+    assert run(["algo.gamma=2"]) == 1
+    assert "algo.gamma: a discount must lie in [0, 1], got 2.0" in capsys.readouterr().err

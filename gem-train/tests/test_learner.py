@@ -1,0 +1,81 @@
+"""The learner: token layout, micro-batching that does not change the update, and
+updates that move log-probabilities the way the advantages say."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from gem_train.config import AlgoConfig, TrainerConfig
+from gem_train.learner import Learner, pack
+from gem_train.model import load_policy
+from gem_train.rollout import TurnSample
+
+
+def test_pack_layout_by_hand():
+    s = TurnSample(prompt_ids=[5, 6, 7], response_ids=[8, 9], logprobs=[-0.1, -0.2], finish_reason="stop")
+    t = TurnSample(prompt_ids=[5], response_ids=[4], logprobs=[-0.3], finish_reason="length")
+    b = pack([s, t], pad_id=0)
+    assert b["input_ids"].tolist() == [[5, 6, 7, 8, 9], [5, 4, 0, 0, 0]]
+    assert b["attention_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
+    # position t predicts token t+1: the response tokens 8, 9 are predicted at positions 2 and 3
+    assert b["targets"].tolist() == [[6, 7, 8, 9], [4, 0, 0, 0]]
+    assert b["mask"].tolist() == [[0, 0, 1, 1], [1, 0, 0, 0]]
+    assert torch.allclose(b["old_logprobs"], torch.tensor([[0, 0, -0.1, -0.2], [-0.3, 0, 0, 0]]))
+
+
+def samples_from(model, tok, n: int = 6) -> list[TurnSample]:
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for i in range(n):
+        prompt = tok.apply_chat_template([{"role": "user", "content": f"Guess {i}"}], tokenize=False,
+                                         add_generation_prompt=True)
+        ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        response = torch.randint(3, len(tok), (2 + i % 3,), generator=gen).tolist()
+        with torch.no_grad():
+            logits = model(torch.tensor([ids + response])).logits[0, len(ids) - 1:-1]
+        lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
+        out.append(TurnSample(ids, response, lp.tolist(), "stop"))
+    return out
+
+
+def grads_after_update(model, samples, advantages, micro: int, loss_norm: str) -> dict[str, torch.Tensor]:
+    model = copy.deepcopy(model)
+    algo = AlgoConfig(loss_norm=loss_norm)
+    learner = Learner(model, algo, TrainerConfig(micro_batch_size=micro, max_grad_norm=None), 1.0, 8.0, 0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    learner.optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is the gradient itself
+    learner.update(samples, advantages)
+    return {k: before[k] - v for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("loss_norm", ["constant", "length"])
+def test_micro_batches_accumulate_to_the_full_batch_gradient(tiny_model_path, loss_norm):
+    model, tok = load_policy(tiny_model_path)
+    samples = samples_from(model, tok)
+    adv = [1.0, -0.5, 0.3, 0.0, -1.2, 0.7]
+    whole = grads_after_update(model, samples, adv, micro=6, loss_norm=loss_norm)
+    parts = grads_after_update(model, samples, adv, micro=2, loss_norm=loss_norm)
+    for name in whole:
+        assert torch.allclose(whole[name], parts[name], atol=1e-5), name
+
+
+@pytest.mark.parametrize("loss", ["reinforce", "ppo_clip"])
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_update_moves_the_logprob_with_the_advantage(tiny_model_path, loss, advantage):
+    model, tok = load_policy(tiny_model_path)
+    [sample] = samples_from(model, tok, n=1)
+    learner = Learner(model, AlgoConfig(loss=loss, epochs=3), TrainerConfig(lr=1e-3), 1.0, 8.0, tok.pad_token_id)
+    metrics = learner.update([sample], [advantage])
+    assert metrics["optimizer_steps"] == 3 and metrics["grad_norm"] > 0
+    [after] = samples_from(model, tok, n=1)  # same prompt and response, logprobs under the new weights
+    assert (sum(after.logprobs) - sum(sample.logprobs)) * advantage > 0
+
+
+def test_turns_without_a_response_are_left_out(tiny_model_path):
+    model, tok = load_policy(tiny_model_path)
+    learner = Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id)
+    empty = TurnSample([1, 2, 3], [], [], "prompt_too_long", -0.1)
+    assert learner.update([empty], [1.0]) == {}

@@ -1,0 +1,83 @@
+"""Episodes through gem's runner keep every turn's prompt ids, response ids and sampler logprobs."""
+
+from __future__ import annotations
+
+import pytest
+from toy_env import Chatter, ToyGuess
+
+from gem.wrappers import apply_wrappers
+from gem_train.engines import Sampling, make_engine
+from gem_train.model import load_policy
+from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, collect, encode_prompt
+
+
+@pytest.fixture(scope="module")
+def engine_and_tok(tiny_model_path):
+    _, tok = load_policy(tiny_model_path)
+    return make_engine("hf", str(tiny_model_path)), tok
+
+
+def make_env(tok, wrappers="messages", env=ToyGuess):
+    return lambda: apply_wrappers(env(max_turns=3), wrappers, tokenizer=tok)
+
+
+def test_encode_prompt_applies_the_template_once(engine_and_tok):
+    _, tok = engine_and_tok
+    msgs = [{"role": "user", "content": "hi"}]
+    templated = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    expected = tok(templated, add_special_tokens=False)["input_ids"]
+    assert encode_prompt(tok, msgs, templated=False) == expected
+    assert encode_prompt(tok, "hi", templated=False) == expected  # plain text becomes one user message
+    assert encode_prompt(tok, templated, templated=True) == expected  # concat_chat already rendered it
+
+
+def test_collect_keeps_tokens_logprobs_and_rewards(engine_and_tok):
+    engine, tok = engine_and_tok
+    policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=6, seed=0), max_model_len=256)
+    episodes = collect(make_env(tok), policy, seeds=list(range(6)), concurrency=6)
+    assert [ep.seed for ep in episodes] == list(range(6))
+    for ep in episodes:
+        traj = ep.trajectory
+        assert len(ep.turns) == len(traj.turns) >= 1
+        for sample, turn in zip(ep.turns, traj.turns):
+            assert sample.reward == turn.reward
+            assert sample.prompt_ids == encode_prompt(tok, turn.observation, templated=False)
+            assert len(sample.logprobs) == len(sample.response_ids) >= 1
+            assert tok.decode(sample.response_ids, skip_special_tokens=True) == turn.action
+            assert sample.finish_reason == ("stop" if sample.response_ids[-1] == tok.eos_token_id else "length")
+    # six episodes started together: their first turns shared generate calls
+    assert policy.generate_calls < sum(len(ep.turns) for ep in episodes)
+
+
+def test_concat_chat_observations_are_not_templated_twice(engine_and_tok):
+    engine, tok = engine_and_tok
+    policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=6, seed=0), max_model_len=256,
+                          templated=True)
+    [episode] = collect(make_env(tok, wrappers="concat_chat"), policy, seeds=[0])
+    for sample, turn in zip(episode.turns, episode.trajectory.turns):
+        assert turn.observation.startswith("<|im_start|>user")
+        assert sample.prompt_ids == tok(turn.observation, add_special_tokens=False)["input_ids"]
+
+
+def test_responses_cut_at_max_tokens_are_marked(engine_and_tok):
+    engine, tok = engine_and_tok
+    policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=1, seed=0), max_model_len=256)
+    episodes = collect(make_env(tok), policy, seeds=[0, 1, 2])
+    cut = [t for ep in episodes for t in ep.turns if t.finish_reason == "length"]
+    assert cut and all(len(t.response_ids) == 1 for t in cut)
+
+
+def test_prompt_longer_than_the_model_is_an_invalid_action(engine_and_tok):
+    engine, tok = engine_and_tok
+    first = encode_prompt(tok, [{"role": "user", "content": Chatter().reset(seed=0)[0]}], templated=False)
+    # room for the first prompt and a response, not for the grown history of turn two
+    policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=4, seed=0),
+                          max_model_len=len(first) + 4)
+    episodes = collect(make_env(tok, env=Chatter), policy, seeds=list(range(4)))
+    for ep in episodes:
+        assert len(ep.turns) == 3
+        assert ep.turns[0].finish_reason != PROMPT_TOO_LONG and ep.turns[0].response_ids
+        for later, turn in zip(ep.turns[1:], ep.trajectory.turns[1:]):
+            # the env got an empty action (GEM's invalid action) and the learner gets no tokens
+            assert later.finish_reason == PROMPT_TOO_LONG and later.response_ids == [] and later.logprobs == []
+            assert turn.action == "" and later.reward == 0.1
