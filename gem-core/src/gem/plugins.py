@@ -29,12 +29,19 @@ from typing import Any
 import pluggy
 
 from gem import hookspecs
+from gem.data.packaged import DataRegistry
 from gem.errors import PluginError
 from gem.registry import EnvRegistry, NamedRegistry
 
 ENTRY_POINT_GROUP = "gem"
 BUILTIN = "gem-core"
-HOOKS = ("gem_register_envs", "gem_register_tools", "gem_register_wrappers", "gem_register_commands")
+HOOKS = (
+    "gem_register_envs",
+    "gem_register_tools",
+    "gem_register_wrappers",
+    "gem_register_commands",
+    "gem_register_data",
+)
 
 
 @dataclass
@@ -58,6 +65,7 @@ class Catalog:
     tools: NamedRegistry = field(default_factory=lambda: NamedRegistry("tool"))
     wrappers: NamedRegistry = field(default_factory=lambda: NamedRegistry("wrapper"))
     commands: NamedRegistry = field(default_factory=lambda: NamedRegistry("command"))
+    data: DataRegistry = field(default_factory=DataRegistry)
     plugins: list[PluginInfo] = field(default_factory=list)
 
     def registry_for(self, hook: str) -> Any:
@@ -66,6 +74,7 @@ class Catalog:
             "gem_register_tools": self.tools,
             "gem_register_wrappers": self.wrappers,
             "gem_register_commands": self.commands,
+            "gem_register_data": self.data,
         }[hook]
 
 
@@ -122,15 +131,14 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
             impl = getattr(obj, hook, None)
             if impl is None:
                 continue
-            before = len(registry.names() if hasattr(registry, "names") else registry.ids())
+            before = registry.calls[info.distribution]
             argname = "cli" if hook == "gem_register_commands" else "registry"
             try:
                 with registry.registering_as(info.distribution):
                     impl(**{argname: registry})
             except Exception as exc:
                 _fail(info, exc, hook)
-            after = len(registry.names() if hasattr(registry, "names") else registry.ids())
-            info.counts[hook.removeprefix("gem_register_")] = after - before
+            info.counts[hook.removeprefix("gem_register_")] = registry.calls[info.distribution] - before
 
 
 def _discover(catalog: Catalog) -> Catalog:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +77,11 @@ class _Sourced:
 
     def __init__(self) -> None:
         self._local = threading.local()
+        #: registrations made by each source (``gem plugins`` shows them)
+        self.calls: Counter[str] = Counter()
+
+    def _note(self) -> None:
+        self.calls[self.source] += 1
 
     @property
     def source(self) -> str:
@@ -119,6 +125,7 @@ class EnvRegistry(_Sourced):
                 f"got {entry_point!r}"
             )
         spec = EnvSpec(id, entry_point, dict(kwargs), self.source, description)
+        self._note()
         with self._lock:
             old = self._specs.get(id)
             if old is not None:
@@ -194,6 +201,7 @@ class NamedRegistry(_Sourced):
         if not callable(factory):
             raise RegistrationError(f"{self.kind} {name!r}: factory must be callable, got {factory!r}")
         entry = Entry(name, factory, self.source, dict(meta))
+        self._note()
         old = self._entries.get(name)
         if old is not None and old.source != entry.source:
             raise RegistrationError(

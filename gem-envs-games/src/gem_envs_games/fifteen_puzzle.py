@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import DirectionGame, Outcome, at_least
 
 #: (num_rows, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((2, 10), (3, 20), (4, 50))
@@ -26,8 +25,6 @@ DIRECTIONS = ("up", "down", "left", "right")
 #: where the tile that slides in each direction sits, relative to the gap
 SOURCE_OFFSET = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
 OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
-
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 
 def goal_tiles(rows: int) -> list[int]:
@@ -54,7 +51,7 @@ def render_tiles(tiles: list[int], rows: int) -> str:
     return "\n".join(" ".join(cells[i : i + rows]) for i in range(0, rows * rows, rows))
 
 
-class FifteenPuzzleEnv(gem.Env):
+class FifteenPuzzleEnv(DirectionGame):
     """Sliding puzzle on a ``num_rows`` x ``num_rows`` board in ``max_turns`` turns.
 
     The board is scrambled by a random walk of between half and all of
@@ -63,27 +60,23 @@ class FifteenPuzzleEnv(gem.Env):
     :data:`RANDOM_PRESETS`.
     """
 
+    format_error = "no move found. Answer like \\boxed{up}."
+    directions = DIRECTIONS
+
     def __init__(self, max_turns: int | None = 20, num_rows: int | None = 2) -> None:
-        if num_rows is not None and num_rows < 2:
-            raise ValueError(f"num_rows must be at least 2, got {num_rows}")
-        if max_turns is not None and max_turns < 2:
-            raise ValueError(f"max_turns must be at least 2, got {max_turns}")
+        at_least("num_rows", num_rows, 2)
+        at_least("max_turns", max_turns, 2)
         self._random = num_rows is None or max_turns is None
         self.num_rows, self.max_turns = RANDOM_PRESETS[0] if self._random else (num_rows, max_turns)
         self.tiles: list[int] = goal_tiles(self.num_rows)
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.num_rows, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         self.tiles = self._scramble()
-        self.turn = 0
-        self.done = False
         last = self.num_rows**2 - 1
-        rules = (
+        return (
             f"You are playing the {last}-puzzle on a {self.num_rows}x{self.num_rows} board.\n"
             f"Arrange the tiles 1 to {last} in order, row by row, with the empty cell (__) "
             "in the bottom-right corner.\n"
@@ -94,7 +87,6 @@ class FifteenPuzzleEnv(gem.Env):
             "- right: the tile left of the empty cell moves right\n"
             f"You have {self.max_turns} turns. Answer with the direction in \\boxed{{}}, e.g. \\boxed{{up}}."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
     def _scramble(self) -> list[int]:
         rows = self.num_rows
@@ -108,58 +100,34 @@ class FifteenPuzzleEnv(gem.Env):
             if tiles != goal_tiles(rows):
                 return tiles
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        direction = boxed.strip().lower() if boxed is not None else None
-        if direction not in DIRECTIONS:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{up}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
-        reward = 0.0
+    def play(self, direction: str) -> Outcome:
         if not slide(self.tiles, self.num_rows, direction):
-            feedback = f"Turn {self.turn}: no tile can move {direction} into the empty cell; nothing moved."
-        else:
-            feedback = f"Turn {self.turn}: moved a tile {direction}."
-            if self.tiles == goal_tiles(self.num_rows):
-                self.done = True
-                board = render_tiles(self.tiles, self.num_rows)
-                return f"{feedback} Solved!\n\n{board}", 1.0, True, False, {"correct": True}
-        if self.turn >= self.max_turns:
-            self.done = True
-            placed = sum(a == b for a, b in zip(self.tiles, goal_tiles(self.num_rows)))
-            reward += placed / len(self.tiles)
-            feedback += f" That was the last turn: {placed} of {len(self.tiles)} cells are in place."
-            return f"{feedback}\n\n{render_tiles(self.tiles, self.num_rows)}", reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+            return Outcome(f"no tile can move {direction} into the empty cell; nothing moved.")
+        feedback = f"moved a tile {direction}."
+        if self.tiles == goal_tiles(self.num_rows):
+            return Outcome.win(f"{feedback} Solved!\n\n{render_tiles(self.tiles, self.num_rows)}")
+        return Outcome(feedback)
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
-        return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {left}. Enter your move."
+    def _in_place(self) -> int:
+        return sum(a == b for a, b in zip(self.tiles, goal_tiles(self.num_rows)))
 
-    def sample_random_action(self) -> str:
-        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
-        game's own draws (``self.rng``) unchanged."""
-        return f"\\boxed{{{DIRECTIONS[self.np_random.integers(len(DIRECTIONS))]}}}"
+    def last_turn_note(self) -> str:
+        board = render_tiles(self.tiles, self.num_rows)
+        return f" That was the last turn: {self._in_place()} of {len(self.tiles)} cells are in place.\n\n{board}"
+
+    def partial_credit(self) -> float:
+        """The fraction of cells (gap included) in place."""
+        return self._in_place() / len(self.tiles)
+
+    def board_text(self) -> str:
+        return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        return {
-            "num_rows": self.num_rows,
-            "max_turns": self.max_turns,
-            "tiles": list(self.tiles),
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
-        }
+    def game_state(self) -> dict[str, Any]:
+        return {"num_rows": self.num_rows, "tiles": list(self.tiles)}
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.num_rows, self.max_turns = state["num_rows"], state["max_turns"]
-        self.tiles = list(state["tiles"])
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.num_rows, self.tiles = state["num_rows"], list(state["tiles"])
 
 
 def register(registry: Any) -> None:

@@ -21,14 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import DirectionGame, Outcome, at_least
 
 #: (target_tile, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((16, 20), (32, 30), (64, 50))
 DIRECTIONS = ("up", "down", "left", "right")
-
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 Board = list[list[int]]
 
@@ -68,40 +65,36 @@ def render_board(board: Board) -> str:
     return "\n".join("".join(f"{t if t else '.':>5}" for t in row) for row in board)
 
 
-class Game2048Env(gem.Env):
+class Game2048Env(DirectionGame):
     """2048 on a ``board_size`` square: reach ``target_tile`` within ``max_turns`` turns.
 
     With ``target_tile`` or ``max_turns`` None, each episode draws one of
     :data:`RANDOM_PRESETS` (all winnable in principle).
     """
 
+    format_error = "no move found. Answer like \\boxed{left}."
+    directions = DIRECTIONS
+
     def __init__(self, target_tile: int | None = 2048, max_turns: int | None = 1000, board_size: int = 4) -> None:
         if target_tile is not None and (target_tile < 8 or target_tile & (target_tile - 1)):
             raise ValueError(f"target_tile must be a power of two, at least 8; got {target_tile}")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
-        if board_size < 2:
-            raise ValueError(f"board_size must be at least 2, got {board_size}")
+        at_least("max_turns", max_turns, 1)
+        at_least("board_size", board_size, 2)
         self._random = target_tile is None or max_turns is None
         self.target_tile, self.max_turns = RANDOM_PRESETS[0] if self._random else (target_tile, max_turns)
         self.board_size = board_size
         self.board: Board = [[0] * board_size for _ in range(board_size)]
         self.start_max = self.best = 2
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.target_tile, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         self.board = [[0] * self.board_size for _ in range(self.board_size)]
         self._spawn()
         self._spawn()
         self.start_max = self.best = max(map(max, self.board))
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             f"You are playing 2048 on a {self.board_size}x{self.board_size} board.\n"
             f"Reach a {self.target_tile} tile within {self.max_turns} turns.\n"
             "Each turn, slide all tiles up, down, left or right: tiles move as far as they can, "
@@ -110,7 +103,6 @@ class Game2048Env(gem.Env):
             "random empty cell. A move that changes nothing still uses a turn.\n"
             "Answer with the direction in \\boxed{}, e.g. \\boxed{left}."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
     def _spawn(self) -> None:
         n = self.board_size
@@ -119,71 +111,46 @@ class Game2048Env(gem.Env):
             r, c = self.rng.choice(empty)
             self.board[r][c] = 2 if self.rng.random() < 0.9 else 4
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        direction = boxed.strip().lower() if boxed is not None else None
-        if direction not in DIRECTIONS:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{left}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
-        reward = 0.0
+    def play(self, direction: str) -> Outcome:
         moved = slide_board(self.board, direction)
         if moved == self.board:
-            feedback = f"Turn {self.turn}: sliding {direction} changes nothing."
-        else:
-            self.board = moved
-            top = min(max(map(max, moved)), self.target_tile)
-            if top > self.best:
-                span = math.log2(self.target_tile) - math.log2(self.start_max)
-                reward = (math.log2(top) - math.log2(self.best)) / span
-                self.best = top
-            self._spawn()
-            feedback = f"Turn {self.turn}: slid {direction}; largest tile {max(map(max, self.board))}."
-            board = render_board(self.board)
-            if self.best >= self.target_tile:
-                self.done = True
-                return f"{feedback} You reached {self.target_tile}!\n\n{board}", reward, True, False, {"correct": True}
-            if all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
-                self.done = True
-                return f"{feedback} No move is left: game over.\n\n{board}", reward, True, False, {"correct": False}
-        if self.turn >= self.max_turns:
-            self.done = True
-            feedback += " That was the last turn."
-            return f"{feedback}\n\n{render_board(self.board)}", reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+            return Outcome(f"sliding {direction} changes nothing.")
+        self.board = moved
+        reward = 0.0
+        top = min(max(map(max, moved)), self.target_tile)
+        if top > self.best:
+            span = math.log2(self.target_tile) - math.log2(self.start_max)
+            reward = (math.log2(top) - math.log2(self.best)) / span
+            self.best = top
+        self._spawn()
+        feedback = f"slid {direction}; largest tile {max(map(max, self.board))}."
+        board = render_board(self.board)
+        if self.best >= self.target_tile:
+            return Outcome.win(f"{feedback} You reached {self.target_tile}!\n\n{board}", reward)
+        if all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
+            return Outcome.loss(f"{feedback} No move is left: game over.\n\n{board}", reward)
+        return Outcome(feedback, reward)
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
-        return f"Board:\n{render_board(self.board)}\nTurns left: {left}. Enter your move."
+    def last_turn_note(self) -> str:
+        return f" That was the last turn.\n\n{render_board(self.board)}"
 
-    def sample_random_action(self) -> str:
-        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
-        game's own draws (``self.rng``) unchanged."""
-        return f"\\boxed{{{DIRECTIONS[self.np_random.integers(len(DIRECTIONS))]}}}"
+    def board_text(self) -> str:
+        return f"Board:\n{render_board(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "target_tile": self.target_tile,
-            "max_turns": self.max_turns,
             "board": [list(row) for row in self.board],
             "start_max": self.start_max,
             "best": self.best,
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.target_tile, self.max_turns = state["target_tile"], state["max_turns"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.target_tile = state["target_tile"]
         self.board = [list(row) for row in state["board"]]
         self.board_size = len(self.board)
         self.start_max, self.best = state["start_max"], state["best"]
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def register(registry: Any) -> None:

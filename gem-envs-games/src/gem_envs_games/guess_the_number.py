@@ -18,13 +18,11 @@ import math
 import re
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import Outcome, TurnGame, at_least
 
 _INTEGER = re.compile(r"^\s*([+-]?\d+)\s*$")
 #: longer digit strings are out of any range; int() of them is slow or refused
 _MAX_DIGITS = 18
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 
 def parse_guess(text: str) -> int | None:
@@ -42,7 +40,7 @@ def parse_guess(text: str) -> int | None:
     return int(digits)
 
 
-class GuessTheNumberEnv(gem.Env):
+class GuessTheNumberEnv(TurnGame):
     """Guess an integer in ``[min_number, max_number]`` within ``max_turns`` guesses.
 
     With ``min_number`` or ``max_number`` None (GEM's random preset) every episode draws
@@ -50,35 +48,32 @@ class GuessTheNumberEnv(gem.Env):
     leaves room for a binary search.
     """
 
+    format_error = "no whole number found in \\boxed{}."
+    board_separator = " "
+
     def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20) -> None:
         self._random = min_number is None or max_number is None
         if not self._random and max_number <= min_number:
             raise ValueError(f"max_number ({max_number}) must be greater than min_number ({min_number})")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        at_least("max_turns", max_turns, 1)
         self._max_turns_setting = max_turns
         self.min_number, self.max_number = (1, 20) if self._random else (min_number, max_number)
         self.max_turns = max_turns or self._turns_for(self.min_number, self.max_number)
         self.secret = self.min_number
         self.guesses: list[int] = []
-        self.turn = 0
-        self.done = True
 
     @staticmethod
     def _turns_for(low: int, high: int) -> int:
         return math.ceil(math.sqrt(high - low)) + 1
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.min_number, self.max_number = 1, self.rng.randint(2, 100)
         if self._random or self._max_turns_setting is None:
             self.max_turns = self._max_turns_setting or self._turns_for(self.min_number, self.max_number)
         self.secret = self.rng.randint(self.min_number, self.max_number)
         self.guesses = []
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             "You are playing Guess the Number.\n"
             f"I am thinking of a whole number between {self.min_number} and {self.max_number} (inclusive). "
             f"You have {self.max_turns} guesses. After each guess I say whether the number is higher or lower.\n"
@@ -87,61 +82,47 @@ class GuessTheNumberEnv(gem.Env):
             f"{(self.min_number + self.max_number) // 2}"
             "}. Anything without a whole number in \\boxed{} ends the game."
         )
-        return f"{rules}\n\nEnter your first guess.", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        guess = parse_guess(boxed) if boxed is not None else None
-        if guess is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no whole number found in \\boxed{{}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> int | None:
+        return parse_guess(boxed)
+
+    def play(self, guess: int) -> Outcome:
         if not self.min_number <= guess <= self.max_number:
-            feedback = f"Turn {self.turn}: {guess} is outside {self.min_number}-{self.max_number}; the turn is lost."
-        elif guess in self.guesses:
-            feedback = f"Turn {self.turn}: you already guessed {guess}; the turn is lost."
-        elif guess == self.secret:
-            self.guesses.append(guess)
-            self.done = True
-            return f"Turn {self.turn}: {guess} is correct! You win.", 1.0, True, False, {"correct": True}
-        else:
-            self.guesses.append(guess)
-            hint = "higher" if self.secret > guess else "lower"
-            feedback = f"Turn {self.turn}: you guessed {guess}. The number is {hint} than {guess}."
-        if self.turn >= self.max_turns:
-            self.done = True
-            reward = 0.0
-            if self.guesses:
-                reward = 1.0 - abs(self.guesses[-1] - self.secret) / (self.max_number - self.min_number)
-            feedback += f" That was your last turn: the number was {self.secret}."
-            return feedback, reward, True, True, {"correct": False}
-        left = self.max_turns - self.turn
-        return f"{feedback} {left} turn{'s' if left != 1 else ''} left.", 0.0, False, False, {}
+            return Outcome(f"{guess} is outside {self.min_number}-{self.max_number}; the turn is lost.")
+        if guess in self.guesses:
+            return Outcome(f"you already guessed {guess}; the turn is lost.")
+        self.guesses.append(guess)
+        if guess == self.secret:
+            return Outcome.win(f"{guess} is correct! You win.")
+        hint = "higher" if self.secret > guess else "lower"
+        return Outcome(f"you guessed {guess}. The number is {hint} than {guess}.")
+
+    def board_text(self) -> str:
+        return self.turns_left_text() if self.turn else "Enter your first guess."
+
+    def last_turn_note(self) -> str:
+        return f" That was your last turn: the number was {self.secret}."
+
+    def partial_credit(self) -> float:
+        """Closeness of the last valid guess."""
+        if not self.guesses:
+            return 0.0
+        return 1.0 - abs(self.guesses[-1] - self.secret) / (self.max_number - self.min_number)
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"
 
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "min_number": self.min_number,
             "max_number": self.max_number,
-            "max_turns": self.max_turns,
             "secret": self.secret,
             "guesses": list(self.guesses),
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def load_game_state(self, state: dict[str, Any]) -> None:
         self.min_number, self.max_number = state["min_number"], state["max_number"]
-        self.max_turns, self.secret = state["max_turns"], state["secret"]
-        self.guesses = list(state["guesses"])
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
+        self.secret, self.guesses = state["secret"], list(state["guesses"])
 
 
 def register(registry: Any) -> None:

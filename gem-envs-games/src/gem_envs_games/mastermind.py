@@ -19,11 +19,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import Outcome, TurnGame, at_least
 
 _DIGITS = re.compile(r"^[\s,\[\]()]*\d+(?:[\s,]+\d+)*[\s,\[\]()]*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 
 def score(code: Sequence[int], guess: Sequence[int]) -> tuple[int, int]:
@@ -53,7 +51,7 @@ def parse_code(text: str, code_length: int, num_numbers: int) -> list[int] | Non
     return [int(n) if len(n) <= 6 else 10**6 for n in numbers]
 
 
-class MastermindEnv(gem.Env):
+class MastermindEnv(TurnGame):
     """Guess a ``code_length``-digit code over digits 1..``num_numbers``.
 
     With ``code_length`` or ``num_numbers`` None (GEM's random preset) every episode
@@ -61,6 +59,9 @@ class MastermindEnv(gem.Env):
     unless ``max_turns`` is given: as many as the fixed presets allow for their sizes,
     far more than a consistent-guess strategy needs.
     """
+
+    format_error = "no digits found in \\boxed{}."
+    board_separator = " "
 
     def __init__(
         self,
@@ -75,8 +76,7 @@ class MastermindEnv(gem.Env):
                 raise ValueError("code_length and num_numbers must be at least 1")
             if not duplicate_numbers and num_numbers < code_length:
                 raise ValueError(f"{num_numbers} digits cannot fill {code_length} distinct positions")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        at_least("max_turns", max_turns, 1)
         self.duplicate_numbers = bool(duplicate_numbers)
         self._max_turns_setting = max_turns
         self.code_length, self.num_numbers = (4, 6) if self._random else (code_length, num_numbers)
@@ -84,11 +84,8 @@ class MastermindEnv(gem.Env):
         self.code: list[int] = []
         self.guesses: list[list[int]] = []
         self.best_black = 0
-        self.turn = 0
-        self.done = True
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.code_length = self.rng.randint(2, 4)
             self.num_numbers = self.rng.randint(max(self.code_length, 4), 8)
@@ -100,10 +97,8 @@ class MastermindEnv(gem.Env):
             self.code = self.rng.sample(digits, self.code_length)
         self.guesses = []
         self.best_black = 0
-        self.turn = 0
-        self.done = False
         example = " ".join(str(d) for d in range(1, self.code_length + 1))
-        rules = (
+        return (
             "You are playing Mastermind.\n"
             f"Find the secret code of {self.code_length} digits, each from 1 to {self.num_numbers}; "
             f"digits {'may' if self.duplicate_numbers else 'never'} repeat within the code. "
@@ -114,45 +109,33 @@ class MastermindEnv(gem.Env):
             f"Answer with the digits separated by spaces in \\boxed{{}}, e.g. \\boxed{{{example}}}. "
             "Anything without digits in \\boxed{} ends the game."
         )
-        return f"{rules}\n\nEnter your first guess.", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        guess = parse_code(boxed, self.code_length, self.num_numbers) if boxed is not None else None
-        if guess is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no digits found in \\boxed{{}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> list[int] | None:
+        return parse_code(boxed, self.code_length, self.num_numbers)
+
+    def play(self, guess: list[int]) -> Outcome:
         shown = " ".join(map(str, guess)) if len(guess) <= 2 * self.code_length else f"{len(guess)} numbers"
-        reward = 0.0
         if len(guess) != self.code_length:
-            feedback = (
-                f"Turn {self.turn}: {shown} has {len(guess)} digits, the code has {self.code_length}; "
-                "the turn is lost."
-            )
-        elif any(not 1 <= d <= self.num_numbers for d in guess):
-            feedback = f"Turn {self.turn}: {shown} uses digits outside 1-{self.num_numbers}; the turn is lost."
-        elif guess in self.guesses:
-            feedback = f"Turn {self.turn}: you already guessed {shown}; the turn is lost."
-        else:
-            self.guesses.append(guess)
-            black, white = score(self.code, guess)
-            if black > self.best_black:
-                reward = (black - self.best_black) / self.code_length
-                self.best_black = black
-            if black == self.code_length:
-                self.done = True
-                return f"Turn {self.turn}: {shown} is the code! You win.", reward, True, False, {"correct": True}
-            feedback = f"Turn {self.turn}: {shown} -> {black} black, {white} white."
-        if self.turn >= self.max_turns:
-            self.done = True
-            code = " ".join(map(str, self.code))
-            return f"{feedback} That was your last turn: the code was {code}.", reward, True, True, {"correct": False}
-        left = self.max_turns - self.turn
-        return f"{feedback} {left} turn{'s' if left != 1 else ''} left.", reward, False, False, {}
+            return Outcome(f"{shown} has {len(guess)} digits, the code has {self.code_length}; the turn is lost.")
+        if any(not 1 <= d <= self.num_numbers for d in guess):
+            return Outcome(f"{shown} uses digits outside 1-{self.num_numbers}; the turn is lost.")
+        if guess in self.guesses:
+            return Outcome(f"you already guessed {shown}; the turn is lost.")
+        self.guesses.append(guess)
+        black, white = score(self.code, guess)
+        reward = 0.0
+        if black > self.best_black:
+            reward = (black - self.best_black) / self.code_length
+            self.best_black = black
+        if black == self.code_length:
+            return Outcome.win(f"{shown} is the code! You win.", reward)
+        return Outcome(f"{shown} -> {black} black, {white} white.", reward)
+
+    def board_text(self) -> str:
+        return self.turns_left_text() if self.turn else "Enter your first guess."
+
+    def last_turn_note(self) -> str:
+        return f" That was your last turn: the code was {' '.join(map(str, self.code))}."
 
     def sample_random_action(self) -> str:
         digits = range(1, self.num_numbers + 1)
@@ -162,25 +145,20 @@ class MastermindEnv(gem.Env):
             guess = self.rng.sample(digits, self.code_length)
         return "\\boxed{" + " ".join(map(str, guess)) + "}"
 
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "code_length": self.code_length,
             "num_numbers": self.num_numbers,
-            "max_turns": self.max_turns,
             "code": list(self.code),
             "guesses": [list(g) for g in self.guesses],
             "best_black": self.best_black,
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def load_game_state(self, state: dict[str, Any]) -> None:
         self.code_length, self.num_numbers = state["code_length"], state["num_numbers"]
-        self.max_turns, self.code = state["max_turns"], list(state["code"])
+        self.code = list(state["code"])
         self.guesses = [list(g) for g in state["guesses"]]
-        self.best_black, self.turn, self.done = state["best_black"], state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
+        self.best_black = state["best_black"]
 
 
 def register(registry: Any) -> None:

@@ -24,12 +24,10 @@ import re
 from collections import deque
 from typing import Any
 
-import gem
+from gem_envs_games.base import Outcome, TurnGame
 from gem_envs_games.board import render_grid
-from gem_envs_games.parsing import extract_boxed
 
 _MOVE = re.compile(r"^\s*([a-zA-Z]+)[\s,:(\[]+(\d{1,6})[\s,]+(\d{1,6})[\s)\]]*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 MINE = -1
 HIDDEN, FLAG = ".", "F"
 
@@ -56,13 +54,15 @@ def neighbours(row: int, col: int, rows: int, cols: int) -> list[tuple[int, int]
     ]
 
 
-class MinesweeperEnv(gem.Env):
+class MinesweeperEnv(TurnGame):
     """Minesweeper on a ``rows`` x ``cols`` board with ``num_mines`` mines.
 
     With any setting None (GEM's random preset) every episode draws a square board of
     side 5-10 with a fifth of its cells mined and one turn per cell, enough to reveal
     every safe cell one by one.
     """
+
+    format_error = "no command like \\boxed{reveal R C} found."
 
     def __init__(
         self,
@@ -85,12 +85,9 @@ class MinesweeperEnv(gem.Env):
         self.counts: list[list[int]] = []  # MINE or the number of mines around
         self.revealed: list[list[bool]] = []
         self.flags: list[list[bool]] = []
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             side = self.rng.randint(5, 10)
             self.rows = self.cols = side
@@ -103,9 +100,7 @@ class MinesweeperEnv(gem.Env):
         self.counts = [[0] * self.cols for _ in range(self.rows)]
         self.revealed = [[False] * self.cols for _ in range(self.rows)]
         self.flags = [[False] * self.cols for _ in range(self.rows)]
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             "You are playing Minesweeper.\n"
             f"The board has {self.rows} rows and {self.cols} columns (numbered from 0) and hides "
             f"{self.num_mines} mines. Reveal every cell without a mine to win; revealing a mine loses.\n"
@@ -116,57 +111,41 @@ class MinesweeperEnv(gem.Env):
             "- \\boxed{flag R C} puts or removes a flag (F), a note for yourself.\n"
             "Anything else in place of a command ends the game."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        move = parse_move(boxed) if boxed is not None else None
-        if move is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no command like \\boxed{{reveal R C}} found. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> tuple[str, int, int] | None:
+        return parse_move(boxed)
+
+    def play(self, move: tuple[str, int, int]) -> Outcome:
         command, row, col = move
-        reward = 0.0
         if not (0 <= row < self.rows and 0 <= col < self.cols):
-            feedback = f"Turn {self.turn}: ({row}, {col}) is off the board; the turn is lost."
-        elif command == "reveal":
+            return Outcome(f"({row}, {col}) is off the board; the turn is lost.")
+        if command == "reveal":
             if self.revealed[row][col]:
-                feedback = f"Turn {self.turn}: ({row}, {col}) is already revealed; the turn is lost."
-            elif self.flags[row][col]:
-                feedback = f"Turn {self.turn}: ({row}, {col}) is flagged; remove the flag first. The turn is lost."
-            else:
-                if not self.mines:
-                    self._lay_mines(row, col)
-                if self.counts[row][col] == MINE:
-                    self.done = True
-                    feedback = f"Turn {self.turn}: ({row}, {col}) was a mine. You lose."
-                    return f"{feedback}\n\n{self._render(show_mines=True)}", 0.0, True, False, {"correct": False}
-                opened = self._open(row, col)
-                reward = opened / (self.rows * self.cols - self.num_mines)
-                plural = "s" if opened != 1 else ""
-                feedback = f"Turn {self.turn}: revealed ({row}, {col}), {opened} cell{plural} opened."
-                if self._cleared():
-                    self.done = True
-                    text = f"{feedback} Every safe cell is revealed. You win!\n\n{self._render(show_mines=True)}"
-                    return text, reward, True, False, {"correct": True}
-        elif command == "flag":
+                return Outcome(f"({row}, {col}) is already revealed; the turn is lost.")
+            if self.flags[row][col]:
+                return Outcome(f"({row}, {col}) is flagged; remove the flag first. The turn is lost.")
+            if not self.mines:
+                self._lay_mines(row, col)
+            if self.counts[row][col] == MINE:
+                return Outcome.loss(f"({row}, {col}) was a mine. You lose.\n\n{self._render(show_mines=True)}")
+            opened = self._open(row, col)
+            reward = opened / (self.rows * self.cols - self.num_mines)
+            feedback = f"revealed ({row}, {col}), {opened} cell{'s' if opened != 1 else ''} opened."
+            if self._cleared():
+                text = f"{feedback} Every safe cell is revealed. You win!\n\n{self._render(show_mines=True)}"
+                return Outcome.win(text, reward)
+            return Outcome(feedback, reward)
+        if command == "flag":
             if self.revealed[row][col]:
-                feedback = f"Turn {self.turn}: ({row}, {col}) is revealed and cannot be flagged; the turn is lost."
-            else:
-                self.flags[row][col] = not self.flags[row][col]
-                change = "placed on" if self.flags[row][col] else "removed from"
-                feedback = f"Turn {self.turn}: flag {change} ({row}, {col})."
-        else:
-            shown = command if len(command) <= 20 else command[:20] + "..."
-            feedback = f"Turn {self.turn}: unknown command {shown!r} (use reveal or flag); the turn is lost."
-        if self.turn >= self.max_turns:
-            self.done = True
-            text = f"{feedback} That was your last turn.\n\n{self._render(show_mines=True)}"
-            return text, reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+                return Outcome(f"({row}, {col}) is revealed and cannot be flagged; the turn is lost.")
+            self.flags[row][col] = not self.flags[row][col]
+            change = "placed on" if self.flags[row][col] else "removed from"
+            return Outcome(f"flag {change} ({row}, {col}).")
+        shown = command if len(command) <= 20 else command[:20] + "..."
+        return Outcome(f"unknown command {shown!r} (use reveal or flag); the turn is lost.")
+
+    def last_turn_note(self) -> str:
+        return f" That was your last turn.\n\n{self._render(show_mines=True)}"
 
     def sample_random_action(self) -> str:
         command = "flag" if self.rng.random() < 0.1 else "reveal"
@@ -217,40 +196,32 @@ class MinesweeperEnv(gem.Env):
 
         return render_grid([[cell(r, c) for c in range(self.cols)] for r in range(self.rows)])
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
+    def board_text(self) -> str:
         return (
             f"Board ('.' hidden, 'F' flagged, digits count adjacent mines):\n{self._render()}\n"
-            f"Turns left: {left}. Enter your move."
+            f"Turns left: {self.turns_left}. Enter your move."
         )
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "rows": self.rows,
             "cols": self.cols,
             "num_mines": self.num_mines,
-            "max_turns": self.max_turns,
             "layout_seed": self.layout_seed,
             "mines": [list(m) for m in self.mines],
             "counts": [list(row) for row in self.counts],
             "revealed": [list(row) for row in self.revealed],
             "flags": [list(row) for row in self.flags],
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.rows, self.cols = state["rows"], state["cols"]
-        self.num_mines, self.max_turns = state["num_mines"], state["max_turns"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.rows, self.cols, self.num_mines = state["rows"], state["cols"], state["num_mines"]
         self.layout_seed = state["layout_seed"]
         self.mines = [list(m) for m in state["mines"]]
         self.counts = [list(row) for row in state["counts"]]
         self.revealed = [list(row) for row in state["revealed"]]
         self.flags = [list(row) for row in state["flags"]]
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def register(registry: Any) -> None:

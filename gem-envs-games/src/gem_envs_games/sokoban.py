@@ -24,8 +24,7 @@ import itertools
 from collections import deque
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import DirectionGame, Outcome, at_least
 
 #: ((rows, cols), num_boxes, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = (((6, 6), 2, 20), ((8, 8), 5, 50))
@@ -46,7 +45,6 @@ _PATTERNS = (
 _ROOMS_FOR_HARDER = 8
 _SEARCH_BUDGET = 2000
 _ROOMS_PER_LEVEL = 200
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 Cell = tuple[int, int]
 
@@ -88,11 +86,14 @@ def push(walls: set[Cell], boxes: set[Cell], player: Cell, direction: str) -> tu
     return ahead, boxes
 
 
-class SokobanEnv(gem.Env):
+class SokobanEnv(DirectionGame):
     """Sokoban in a ``dim_room`` grid (outer walls included) with ``num_boxes`` boxes.
 
     With a setting None, each episode draws one of :data:`RANDOM_PRESETS`.
     """
+
+    format_error = "no move found. Answer like \\boxed{up}."
+    directions = tuple(STEPS)
 
     def __init__(
         self,
@@ -102,10 +103,8 @@ class SokobanEnv(gem.Env):
     ) -> None:
         if dim_room is not None and (len(dim_room) != 2 or min(dim_room) < 5):
             raise ValueError(f"dim_room must be (rows, cols), each at least 5; got {dim_room}")
-        if num_boxes is not None and num_boxes < 1:
-            raise ValueError(f"num_boxes must be at least 1, got {num_boxes}")
-        if max_turns is not None and max_turns < 2:
-            raise ValueError(f"max_turns must be at least 2, got {max_turns}")
+        at_least("num_boxes", num_boxes, 1)
+        at_least("max_turns", max_turns, 2)
         self._random = dim_room is None or num_boxes is None or max_turns is None
         if self._random:
             dim_room, num_boxes, max_turns = RANDOM_PRESETS[0]
@@ -119,19 +118,14 @@ class SokobanEnv(gem.Env):
         #: moves of the shortest solution of this episode's level (an upper bound on it for
         #: the rare level too costly to search at reset)
         self.optimal_moves = 0
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             dim_room, self.num_boxes, self.max_turns = self.rng.choice(RANDOM_PRESETS)
             self.dim_room = tuple(dim_room)
         self._generate()
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             "You are playing Sokoban. Push every box onto a goal.\n"
             "Each turn you move one cell up, down, left or right. Walking into a box pushes it one "
             "cell, if the cell behind it is free; you cannot pull boxes or push two at once.\n"
@@ -139,7 +133,6 @@ class SokobanEnv(gem.Env):
             f"{GOAL} empty goal, {BOX} box, {BOX_ON_GOAL} box on a goal, {PLAYER_ON_GOAL} you on a goal.\n"
             "Answer with the direction in \\boxed{}, e.g. \\boxed{up}."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
     def _generate(self) -> None:
         rows, cols = self.dim_room
@@ -224,71 +217,51 @@ class SokobanEnv(gem.Env):
                 box, at, used = at, behind, used + 1
         return None if boxes & goals else (boxes, at, used)
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        direction = boxed.strip().lower() if boxed is not None else None
-        if direction not in STEPS:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{up}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def play(self, direction: str) -> Outcome:
         moved = push(self.walls, self.boxes, self.player, direction)
         if moved is None:
-            feedback = f"Turn {self.turn}: you cannot move {direction} (wall, or a box that cannot move)."
-        else:
-            pushed = moved[1] != self.boxes
-            self.player, self.boxes = moved
-            feedback = f"Turn {self.turn}: you moved {direction}" + (" and pushed a box." if pushed else ".")
-            if self.boxes <= self.goals:
-                self.done = True
-                return f"{feedback} Every box is on a goal!\n\n{self._render()}", 1.0, True, False, {"correct": True}
-        if self.turn >= self.max_turns:
-            self.done = True
-            placed = len(self.boxes & self.goals)
-            feedback += f" That was the last turn: {placed} of {self.num_boxes} boxes are on goals."
-            return f"{feedback}\n\n{self._render()}", placed / self.num_boxes, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", 0.0, False, False, {}
+            return Outcome(f"you cannot move {direction} (wall, or a box that cannot move).")
+        pushed = moved[1] != self.boxes
+        self.player, self.boxes = moved
+        feedback = f"you moved {direction}" + (" and pushed a box." if pushed else ".")
+        if self.boxes <= self.goals:
+            return Outcome.win(f"{feedback} Every box is on a goal!\n\n{self._render()}")
+        return Outcome(feedback)
+
+    def last_turn_note(self) -> str:
+        placed = len(self.boxes & self.goals)
+        return f" That was the last turn: {placed} of {self.num_boxes} boxes are on goals.\n\n{self._render()}"
+
+    def partial_credit(self) -> float:
+        """The fraction of the boxes on goals."""
+        return len(self.boxes & self.goals) / self.num_boxes
 
     def _render(self) -> str:
         return render_level(*self.dim_room, self.walls, self.goals, self.boxes, self.player)
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
-        return f"Board:\n{self._render()}\nTurns left: {left}. Enter your move."
-
-    def sample_random_action(self) -> str:
-        """A random well-formed move; drawn from the numpy stream, so sampling leaves the
-        game's own draws (``self.rng``) unchanged."""
-        return f"\\boxed{{{list(STEPS)[self.np_random.integers(len(STEPS))]}}}"
+    def board_text(self) -> str:
+        return f"Board:\n{self._render()}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "dim_room": list(self.dim_room),
             "num_boxes": self.num_boxes,
-            "max_turns": self.max_turns,
             "walls": sorted(map(list, self.walls)),
             "goals": sorted(map(list, self.goals)),
             "boxes": sorted(map(list, self.boxes)),
             "player": list(self.player),
             "optimal_moves": self.optimal_moves,
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def load_game_state(self, state: dict[str, Any]) -> None:
         self.dim_room = (state["dim_room"][0], state["dim_room"][1])
-        self.num_boxes, self.max_turns = state["num_boxes"], state["max_turns"]
+        self.num_boxes = state["num_boxes"]
         self.walls = {(r, c) for r, c in state["walls"]}
         self.goals = {(r, c) for r, c in state["goals"]}
         self.boxes = {(r, c) for r, c in state["boxes"]}
         self.player = (state["player"][0], state["player"][1])
         self.optimal_moves = state["optimal_moves"]
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def _push_distances(walls: set[Cell], goals: set[Cell]) -> dict[Cell, int]:

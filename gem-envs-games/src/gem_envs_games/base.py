@@ -1,0 +1,203 @@
+"""The turn-based game flow every game here shares, so each game only states its rules.
+
+A game subclasses :class:`TurnGame` and fills in hooks; the base runs the episode:
+
+- ``reset`` seeds, calls :meth:`TurnGame.new_episode` (draw the puzzle, return the rules)
+  and shows the rules above the opening board;
+- ``step`` refuses to run without an episode, counts the turn, reads the move from the
+  last ``\\boxed{}`` (:meth:`TurnGame.parse_move`; no box or an unreadable move is a
+  format error: -0.1 and the episode ends), plays it (:meth:`TurnGame.play`), and at the
+  turn limit ends the episode with :meth:`TurnGame.last_turn_note` and
+  :meth:`TurnGame.partial_credit`;
+- ``get_state`` / ``set_state`` keep ``max_turns``, ``turn``, ``done`` and the RNG streams
+  around the game's own fields (:meth:`TurnGame.game_state`, :meth:`TurnGame.load_game_state`).
+
+Every step's text starts with ``Turn N:``; the base writes that prefix.
+
+>>> class Coin(TurnGame):
+...     format_error = "no side found in \\\\boxed{}."
+...     max_turns = 2
+...     def new_episode(self):
+...         self.side = self.rng.choice("HT")
+...         return "Call the coin: \\\\boxed{H} or \\\\boxed{T}."
+...     def parse_move(self, boxed):
+...         return boxed.strip().upper() if boxed.strip().upper() in ("H", "T") else None
+...     def play(self, move):
+...         return Outcome.win("right! You win.") if move == self.side else Outcome("wrong.")
+...     def board_text(self):
+...         return f"Turns left: {self.turns_left}."
+>>> env = Coin()
+>>> _ = env.reset(seed=0)
+>>> wrong = "T" if env.side == "H" else "H"
+>>> env.step(f"\\\\boxed{{{wrong}}}")[:4]
+('Turn 1: wrong.\\n\\nTurns left: 1.', 0.0, False, False)
+>>> env.step("no box")[:4]
+('Turn 2: no side found in \\\\boxed{}. The game is over.', -0.1, True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gem
+from gem_envs_games.parsing import extract_boxed
+
+NO_EPISODE = "No episode is running: call reset() to start one."
+FORMAT_ERROR_REWARD = -0.1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one valid move did: the text after ``Turn N:``, its reward, and whether it
+    ended the game before the turn limit (``over``) with a win (``won``)."""
+
+    text: str
+    reward: float = 0.0
+    over: bool = False
+    won: bool = False
+
+    @classmethod
+    def win(cls, text: str, reward: float = 1.0) -> Outcome:
+        """The move won the game."""
+        return cls(text, reward, over=True, won=True)
+
+    @classmethod
+    def loss(cls, text: str, reward: float = 0.0) -> Outcome:
+        """The move lost the game before the turn limit (a mine, a locked board)."""
+        return cls(text, reward, over=True, won=False)
+
+
+def at_least(name: str, value: int | None, minimum: int) -> None:
+    """Refuse a setting below ``minimum``; None (a random preset) passes.
+
+    >>> at_least("max_turns", 0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_turns must be at least 1, got 0
+    """
+    if value is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+class TurnGame(gem.Env):
+    """A game played one ``\\boxed{}`` move per turn within ``max_turns`` turns.
+
+    Subclasses set ``self.max_turns`` in their constructor and implement
+    :meth:`new_episode`, :meth:`parse_move`, :meth:`play` and :meth:`board_text`; the
+    other hooks have defaults. See the module docstring for the flow.
+    """
+
+    #: the format-error message after ``Turn N:`` (before "The game is over.")
+    format_error: str
+    #: what separates a move's feedback from the board text below it
+    board_separator = "\n\n"
+
+    max_turns: int
+    # no episode runs before the first reset
+    turn: int = 0
+    done: bool = True
+
+    # -- hooks ------------------------------------------------------------------------
+    def new_episode(self) -> str:
+        """Draw this episode from ``self.rng`` and reset the game's fields; returns the rules."""
+        raise NotImplementedError
+
+    def parse_move(self, boxed: str) -> Any | None:
+        """The move in the content of the last ``\\boxed{}``, or None (a format error)."""
+        raise NotImplementedError
+
+    def play(self, move: Any) -> Outcome:
+        """Apply a parsed move (invalid moves included: they only waste the turn)."""
+        raise NotImplementedError
+
+    def board_text(self) -> str:
+        """What the player sees below the rules at reset and below each move's feedback."""
+        raise NotImplementedError
+
+    def last_turn_note(self) -> str:
+        """Appended to the feedback of the move that used the last turn (the board is
+        not shown below it: include what the player should see)."""
+        return ""
+
+    def partial_credit(self) -> float:
+        """Added to the reward of the move that used the last turn."""
+        return 0.0
+
+    def game_state(self) -> dict[str, Any]:
+        """The game's own fields for :meth:`get_state` (JSON-serialisable; the base adds
+        ``max_turns``, ``turn``, ``done`` and ``rng``)."""
+        return {}
+
+    def load_game_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`game_state` returned."""
+
+    # -- the flow ---------------------------------------------------------------------
+    @property
+    def turns_left(self) -> int:
+        """Turns the player still has."""
+        return self.max_turns - self.turn
+
+    def turns_left_text(self) -> str:
+        """``"3 turns left."`` (or ``"1 turn left."``)."""
+        left = self.turns_left
+        return f"{left} turn{'s' if left != 1 else ''} left."
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        rules = self.new_episode()
+        self.turn = 0
+        self.done = False
+        return f"{rules}\n\n{self.board_text()}", {}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done:
+            return NO_EPISODE, 0.0, True, False, {}
+        self.turn += 1
+        prefix = f"Turn {self.turn}: "
+        boxed = extract_boxed(action)
+        move = self.parse_move(boxed) if boxed is not None else None
+        if move is None:
+            self.done = True
+            text = f"{prefix}{self.format_error} The game is over."
+            # a format error on the last turn also hits the limit: report both
+            return text, FORMAT_ERROR_REWARD, True, self.turn >= self.max_turns, {"correct": False}
+        outcome = self.play(move)
+        if outcome.over:
+            self.done = True
+            return prefix + outcome.text, outcome.reward, True, False, {"correct": outcome.won}
+        if self.turn >= self.max_turns:
+            self.done = True
+            reward = outcome.reward + self.partial_credit()
+            return prefix + outcome.text + self.last_turn_note(), reward, True, True, {"correct": False}
+        return f"{prefix}{outcome.text}{self.board_separator}{self.board_text()}", outcome.reward, False, False, {}
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            **self.game_state(),
+            "max_turns": self.max_turns,
+            "turn": self.turn,
+            "done": self.done,
+            "rng": self.rng_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.load_game_state(state)
+        self.max_turns, self.turn, self.done = state["max_turns"], state["turn"], state["done"]
+        self.set_rng_state(state["rng"])
+
+
+class DirectionGame(TurnGame):
+    """A :class:`TurnGame` whose every move is one word of :attr:`directions`
+    (``\\boxed{up}``, any case and spacing)."""
+
+    directions: tuple[str, ...] = ("up", "down", "left", "right")
+
+    def parse_move(self, boxed: str) -> str | None:
+        direction = boxed.strip().lower()
+        return direction if direction in self.directions else None
+
+    def sample_random_action(self) -> str:
+        """A random direction; drawn from the numpy stream, so sampling leaves the game's
+        own draws (``self.rng``) unchanged."""
+        return f"\\boxed{{{self.directions[self.np_random.integers(len(self.directions))]}}}"
