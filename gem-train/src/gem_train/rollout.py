@@ -84,11 +84,10 @@ def encode_prompt(tokenizer: Any, observation: Any, templated: bool) -> list[int
 
 
 class EnginePolicy:
-    """The runner's policy: template, batch, generate, decode, and remember each turn's tokens.
+    """The runner's policy: template, batch, generate, decode.
 
-    The runner gives every episode its own asyncio task; turns are remembered under the
-    task that asked and handed over in :meth:`finish` (the runner's ``on_trajectory``
-    hook, which runs in the same task).
+    Each answer goes back to the runner with its :class:`TurnSample` (prompt ids,
+    response ids, sampler logprobs) as the turn's ``policy_info``.
     """
 
     def __init__(
@@ -104,26 +103,22 @@ class EnginePolicy:
         self.max_model_len, self.templated, self.batch_wait_s = max_model_len, templated, batch_wait_s
         self._pending: list[tuple[list[int], asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
-        self._turns: dict[asyncio.Task, list[TurnSample]] = {}
-        self.episodes: dict[int, list[TurnSample]] = {}
         self.generate_calls = 0
         self.generate_seconds = 0.0
         self._calls_seeded = 0
 
-    async def act(self, observation: Any) -> str:
+    async def act(self, observation: Any) -> tuple[str, dict[str, TurnSample]]:
         prompt = encode_prompt(self.tokenizer, observation, self.templated)
-        turns = self._turns.setdefault(asyncio.current_task(), [])
         if len(prompt) + self.sampling.max_tokens > self.max_model_len:
             # GEM's convention: a turn the model cannot answer is an invalid (empty) action
-            turns.append(TurnSample(prompt, [], [], PROMPT_TOO_LONG))
-            return ""
+            return "", {"sample": TurnSample(prompt, [], [], PROMPT_TOO_LONG)}
         future = asyncio.get_running_loop().create_future()
         self._pending.append((prompt, future))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._generate_pending())
         gen = await future
-        turns.append(TurnSample(prompt, gen.token_ids, gen.logprobs, gen.finish_reason))
-        return self.tokenizer.decode(gen.token_ids, skip_special_tokens=True)
+        sample = TurnSample(prompt, gen.token_ids, gen.logprobs, gen.finish_reason)
+        return self.tokenizer.decode(gen.token_ids, skip_special_tokens=True), {"sample": sample}
 
     async def _generate_pending(self) -> None:
         while self._pending:
@@ -148,13 +143,6 @@ class EnginePolicy:
             for (_, fut), gen in zip(batch, gens):
                 fut.set_result(gen)
 
-    def finish(self, trajectory: Trajectory) -> None:
-        """``on_trajectory`` hook: file this task's turns under the episode's index."""
-        turns = self._turns.pop(asyncio.current_task(), [])
-        for sample, turn in zip(turns, trajectory.turns):
-            sample.reward = turn.reward
-        self.episodes[trajectory.episode] = turns
-
 
 def collect(
     make_env: Callable[[], Any],
@@ -165,16 +153,14 @@ def collect(
     max_turns: int | None = None,
 ) -> list[Episode]:
     """Play one episode per seed with ``policy``; returns the episodes in seed order."""
-    policy.episodes = {}
     trajectories = asyncio.run(run_episodes(
         make_env, policy, seeds=list(seeds), concurrency=concurrency, max_turns=max_turns,
-        on_trajectory=policy.finish,
     ))
     groups = list(groups) if groups is not None else list(range(len(trajectories)))
     episodes = []
     for traj, group in zip(trajectories, groups):
-        turns = policy.episodes.get(traj.episode, [])
-        if len(turns) != len(traj.turns):
-            raise RuntimeError(f"episode {traj.episode}: {len(traj.turns)} env steps but {len(turns)} generations")
+        turns = [turn.policy_info["sample"] for turn in traj.turns]
+        for sample, turn in zip(turns, traj.turns):
+            sample.reward = turn.reward
         episodes.append(Episode(traj.seed, group, turns, traj))
     return episodes
