@@ -53,6 +53,9 @@ AFTER_INSTALL: dict[str, list[list[str]]] = {
     "gem-envs-qa": [["python", "-m", "gem.data"]],
 }
 
+#: extras that make a package complete for the demo and the benchmarks
+FULL_EXTRAS: dict[str, str] = {"gem-envs-math": "reasoning-gym", "gem-tools": "all"}
+
 #: Debian packages a package's tests need (installed when missing and we are root)
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian package}
     "gem-tools": {"bwrap": "bubblewrap", "unshare": "util-linux"},
@@ -121,7 +124,7 @@ def demo(session: nox.Session) -> None:
     """Play every installed env with random actions and print a table of returns."""
     for package in PACKAGES:
         if package != "gem-train":
-            _install_tree(session, package, extras="")
+            _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
     session.run("python", str(ROOT / "bench" / "demo.py"), *session.posargs)
 
 
@@ -130,7 +133,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: the core's vector backends, then each package's bench scripts."""
     for package in PACKAGES:
         if package != "gem-train":
-            _install_tree(session, package, extras="")
+            _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
     session.run("python", str(ROOT / "bench" / "bench_core.py"), *session.posargs)
     for package in PACKAGES:
         for script in sorted((ROOT / package / "bench").glob("bench_*.py")):
