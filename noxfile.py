@@ -132,8 +132,7 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: the core's vector backends, then each package's bench scripts."""
     for package in PACKAGES:
-        if package != "gem-train":
-            _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
+        _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
     session.run("python", str(ROOT / "bench" / "bench_core.py"), *session.posargs)
     for package in PACKAGES:
         for script in sorted((ROOT / package / "bench").glob("bench_*.py")):

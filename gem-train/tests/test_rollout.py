@@ -8,7 +8,7 @@ from toy_env import Chatter, ToyGuess
 from gem.wrappers import apply_wrappers
 from gem_train.engines import Sampling, make_engine
 from gem_train.model import load_policy
-from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, collect, encode_prompt
+from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, StepClock, collect, encode_prompt, union_seconds
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +81,20 @@ def test_prompt_longer_than_the_model_is_an_invalid_action(engine_and_tok):
             # the env got an empty action (GEM's invalid action) and the learner gets no tokens
             assert later.finish_reason == PROMPT_TOO_LONG and later.response_ids == [] and later.logprobs == []
             assert turn.action == "" and later.reward == 0.1
+
+
+def test_union_seconds_counts_overlaps_once():
+    assert union_seconds([(0, 2), (1, 3), (5, 6)]) == 4
+    # env steps during generation are not waiting time
+    assert union_seconds([(0, 4), (6, 7)], minus=[(1, 2), (3, 6.5)]) == pytest.approx(2.5)
+    assert union_seconds([]) == 0
+
+
+def test_step_clock_records_each_step_of_each_episode(engine_and_tok):
+    engine, tok = engine_and_tok
+    steps: list[tuple[float, float]] = []
+    policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=6, seed=0), max_model_len=256)
+    episodes = collect(lambda: StepClock(make_env(tok)(), steps), policy, seeds=range(4), concurrency=4)
+    assert len(steps) == sum(len(ep.turns) for ep in episodes)
+    assert all(end >= start for start, end in steps)
+    assert len(policy.generate_intervals) == policy.generate_calls

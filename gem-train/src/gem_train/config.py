@@ -40,6 +40,8 @@ class EnvConfig:
     max_turns: int | None = None
     # first reset seed of held-out evaluation episodes (training seeds count up from 0)
     eval_seed_start: int = 1_000_000
+    # more env ids evaluated with the training env at every evaluation (same wrappers, eval seeds, max_turns)
+    eval_ids: list[str] = field(default_factory=list)
     # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env) or "module:factory"
     # where factory(env) returns an object with reset() and act(observation) -> str
     demonstrator: str = "solver"
@@ -95,6 +97,8 @@ class ModelConfig:
     name: str = "tiny"
     # a local Hugging Face causal-LM folder (name=hf)
     path: str | None = None
+    # the Hugging Face Hub model a preset was tuned for; only named in errors (nothing is downloaded)
+    hub_name: str | None = None
     # longest prompt + response in tokens; longer prompts become invalid actions
     max_model_len: int = 1024
     # parameter dtype of learner and sampler: float32, bfloat16 or float16
@@ -119,6 +123,9 @@ class RolloutConfig:
     engine: str = "hf"
     # episodes collected per training iteration
     episodes_per_iter: int = 32
+    # with a value: collect waves of episodes_per_iter episodes until this many turns (transitions) are in,
+    # then train on exactly this many, the first in episode order (None: all turns of episodes_per_iter episodes)
+    turns_per_iter: int | None = None
     # episodes played at once (their generations are batched together)
     concurrency: int = 32
     # sampling temperature (the learner divides logits by it too, so ratios compare like with like)
@@ -157,6 +164,8 @@ class TrainerConfig:
     lr: float = 1e-3
     # AdamW weight decay
     weight_decay: float = 0.0
+    # AdamW (beta1, beta2)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
     # gradient-norm clip (None: no clipping)
     max_grad_norm: float | None = 1.0
     # turns per forward/backward; gradients accumulate over the micro-batches of one optimiser step
@@ -179,6 +188,12 @@ class TrainerConfig:
     device: str = "auto"
     # torch CPU threads (None: torch's default); ignored with rollout.engine=vllm, whose CPU backend binds its own
     threads: int | None = None
+    # write the metrics as TensorBoard scalars to <output_dir>/tensorboard too
+    tensorboard: bool = True
+    # log the metrics to Weights & Biases as well (needs ``pip install wandb``; off by default)
+    wandb: bool = False
+    # W&B project of the run (the run is named experiment.name)
+    wandb_project: str = "gem-train"
     # supervised warm start on demonstrations before RL
     sft: SFTConfig = field(default_factory=SFTConfig)
 
@@ -215,6 +230,26 @@ def _check(ok: bool, key: str, why: str) -> None:
         raise ConfigError(f"{key}: {why}")
 
 
+def _hub_hint(m: ModelConfig) -> str:
+    return f" (this config was tuned for {m.hub_name}: download it to a local folder first)" if m.hub_name else ""
+
+
+def check_model_path(cfg: TrainConfig) -> None:
+    """With ``model=hf``, raise :class:`ConfigError` unless ``model.path`` is a folder with a ``config.json``.
+
+    Apart from :func:`validate`, which checks values only, so configs compose and validate on
+    machines without the weights.
+    """
+    from pathlib import Path
+
+    m = cfg.model
+    if m.name != "hf":
+        return
+    validate(cfg)
+    _check((Path(str(m.path)) / "config.json").is_file(), "model.path",
+           f"no Hugging Face model folder at {m.path} (no config.json there)" + _hub_hint(m))
+
+
 def validate(cfg: TrainConfig) -> None:
     """Raise :class:`ConfigError` naming the first field whose value cannot work."""
     a, m, r, t = cfg.algo, cfg.model, cfg.rollout, cfg.trainer
@@ -238,7 +273,7 @@ def validate(cfg: TrainConfig) -> None:
     _check(a.norm_constant is None or a.norm_constant > 0, "algo.norm_constant", f"must be > 0, got {a.norm_constant}")
     _check(m.name in ("tiny", "hf"), "model.name", f"must be tiny or hf, got {m.name!r}")
     _check(m.name != "hf" or bool(m.path), "model.path",
-           "model=hf needs the folder of a Hugging Face causal LM: model.path=/path/to/model")
+           "model=hf needs the folder of a Hugging Face causal LM: model.path=/path/to/model" + _hub_hint(m))
     _check(m.dtype in ("float32", "bfloat16", "float16"), "model.dtype",
            f"must be float32, bfloat16 or float16, got {m.dtype!r}")
     _check(m.max_model_len > r.max_tokens, "model.max_model_len",
@@ -261,9 +296,13 @@ def validate(cfg: TrainConfig) -> None:
            f"training samples need a temperature > 0 (greedy decoding has no logprobs to learn from), "
            f"got {r.temperature}")
     _check(0.0 < r.top_p <= 1.0, "rollout.top_p", f"must lie in (0, 1], got {r.top_p}")
+    _check(r.turns_per_iter is None or r.turns_per_iter >= 1, "rollout.turns_per_iter",
+           f"must be >= 1 or null, got {r.turns_per_iter}")
     _check(r.max_tokens >= 1, "rollout.max_tokens", f"must be >= 1, got {r.max_tokens}")
     _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
     _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
+    _check(len(t.adam_betas) == 2 and all(0.0 <= b < 1.0 for b in t.adam_betas), "trainer.adam_betas",
+           f"must be two numbers in [0, 1), got {list(t.adam_betas)}")
     _check(t.micro_batch_size >= 1, "trainer.micro_batch_size", f"must be >= 1, got {t.micro_batch_size}")
     _check(t.minibatches >= 1, "trainer.minibatches", f"must be >= 1, got {t.minibatches}")
     _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm",

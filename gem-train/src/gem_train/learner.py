@@ -68,7 +68,8 @@ class Learner:
         self.temperature, self.norm_constant, self.pad_id = temperature, norm_constant, pad_id
         self.device = next(model.parameters()).device
         self.optimizer = torch.optim.AdamW(
-            model.parameters(), lr=lr if lr is not None else trainer.lr, weight_decay=trainer.weight_decay
+            model.parameters(), lr=lr if lr is not None else trainer.lr, weight_decay=trainer.weight_decay,
+            betas=(trainer.adam_betas[0], trainer.adam_betas[1]),
         )
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -89,8 +90,15 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         return float(norm)
 
-    def update(self, samples: Sequence[TurnSample], advantages: Sequence[float]) -> dict[str, float]:
-        """``algo.epochs`` passes of policy-gradient steps over the turns that have a response."""
+    def update(self, samples: Sequence[TurnSample], advantages: Sequence[float], seed: int | None = None
+               ) -> dict[str, float]:
+        """``algo.epochs`` passes of policy-gradient steps over the turns that have a response.
+
+        ``seed`` reseeds the minibatch shuffle, so an update depends on its iteration only and a
+        resumed run repeats an uninterrupted one.
+        """
+        if seed is not None:
+            self.generator.manual_seed(seed)
         keep = [i for i, s in enumerate(samples) if s.response_ids]
         samples = [samples[i] for i in keep]
         adv_all = torch.tensor([float(advantages[i]) for i in keep])

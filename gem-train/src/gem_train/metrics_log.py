@@ -1,4 +1,10 @@
-"""Metrics: one JSON line per record in ``metrics.jsonl``, and a short console line."""
+"""Metrics: one JSON line per record in ``metrics.jsonl``, a short console line, and the
+same numbers as TensorBoard scalars and (when asked for) Weights & Biases.
+
+Scalars are tagged ``<kind>/<key>`` (``train/return``, ``sft/sft_loss``) and, for
+evaluation, ``eval/<env id>/<key>``; their step is the record's iteration (the epoch
+for SFT records).
+"""
 
 from __future__ import annotations
 
@@ -16,12 +22,31 @@ CONSOLE = {
     "loss": "loss",
     "kl_sampler": "kl",
     "entropy": "ent",
+    "format_errors": "fmt_err",
     "eval_return": "eval_return",
     "eval_success": "eval_success",
     "sft_loss": "sft_loss",
     "rollout_s": "rollout_s",
     "update_s": "update_s",
+    "rollout_tok_s": "gen_tok/s",
 }
+# fields of a record that label it rather than measure something
+LABELS = ("kind", "iteration", "epoch", "env_id")
+
+
+def require_wandb() -> Any:
+    """The ``wandb`` module, or an ImportError that says how to get it (``trainer.wandb=true`` without it)."""
+    try:
+        import wandb
+    except ImportError as exc:
+        raise ImportError("trainer.wandb=true needs the wandb package: pip install wandb "
+                          "(or leave trainer.wandb=false; metrics.jsonl and TensorBoard are always written)") from exc
+    return wandb
+
+
+def open_wandb(project: str, name: str, folder: str | Path, config: dict[str, Any]) -> Any:
+    """A W&B run named ``name`` in ``project``, its files under ``folder``."""
+    return require_wandb().init(project=project, name=name, dir=str(folder), config=config)
 
 
 class MetricsLog:
@@ -31,16 +56,41 @@ class MetricsLog:
     >>> log.write("train", iteration=1, **{"return": 0.5})  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, console: bool = True, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        console: bool = True,
+        stream: TextIO | None = None,
+        keep_until: int | None = None,
+        tensorboard_dir: str | Path | None = None,
+        wandb_run: Any = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.console = console
         self.stream = stream or sys.stdout
+        self._keep(keep_until)
+        self.tensorboard = None
+        if tensorboard_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tensorboard = SummaryWriter(str(tensorboard_dir))
+        self.wandb_run = wandb_run
+
+    def _keep(self, keep_until: int | None) -> None:
+        """A fresh run (None) starts an empty file; a run resumed at iteration k keeps the records up to k, so
+        records written after the checkpoint a crash left behind do not appear twice."""
+        if keep_until is None or not self.path.exists():
+            self.path.write_text("")
+            return
+        kept = [r for r in read_metrics(self.path) if r.get("iteration", 0) <= keep_until]
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
 
     def write(self, kind: str, **record: Any) -> dict[str, Any]:
         record = {"kind": kind, **record}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
+        self._scalars(record)
         if self.console:
             parts = [f"[{kind}]"]
             if "iteration" in record:
@@ -51,6 +101,27 @@ class MetricsLog:
                     parts.append(f"{label} {value:.3f}")
             print(" | ".join(parts), file=self.stream, flush=True)
         return record
+
+    def _scalars(self, record: dict[str, Any]) -> None:
+        if self.tensorboard is None and self.wandb_run is None:
+            return
+        prefix = f"{record['kind']}/{record['env_id']}/" if "env_id" in record else f"{record['kind']}/"
+        step = int(record.get("iteration", record.get("epoch", 0)))
+        values = {prefix + k: float(v) for k, v in record.items()
+                  if k not in LABELS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if self.tensorboard is not None:
+            for tag, value in values.items():
+                self.tensorboard.add_scalar(tag, value, step)
+            self.tensorboard.flush()
+        if self.wandb_run is not None:
+            self.wandb_run.log({**values, "iteration": step})
+
+    def close(self) -> None:
+        """Flush and close the TensorBoard writer and the W&B run."""
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -13,15 +13,30 @@ into one engine call, so concurrent episodes share a forward pass.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem.runner import Trajectory, run_episodes
+import gem
+from gem.runner import EpisodeContext, Trajectory, run_episodes
 from gem_train.engines.base import Engine, Sampling
 
 PROMPT_TOO_LONG = "prompt_too_long"
+# GEM's convention: a reply the env cannot parse ends the episode with this reward
+FORMAT_ERROR_REWARD = -0.1
+
+
+def derive_seed(*parts: int) -> int:
+    """A 31-bit seed mixed from ``parts`` (e.g. run seed, iteration, episode, turn); unrelated tuples do not collide
+    the way sums of multiples can.
+
+    >>> derive_seed(0, 3, 1) == derive_seed(0, 3, 1) != derive_seed(0, 1, 3)
+    True
+    """
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % (2**31 - 1)
 
 
 @dataclass
@@ -65,6 +80,17 @@ class Episode:
             return bool(last.info["correct"])
         return last.terminated and last.reward > 0
 
+    @property
+    def format_error(self) -> bool:
+        """The episode ended on a reply the env could not parse: ``info["format_error"]`` where the env
+        reports it, else GEM's convention (terminated with reward -0.1)."""
+        if self.trajectory is None or not self.trajectory.turns:
+            return False
+        last = self.trajectory.turns[-1]
+        if "format_error" in last.info:
+            return bool(last.info["format_error"])
+        return last.terminated and abs(last.reward - FORMAT_ERROR_REWARD) < 1e-9
+
 
 def encode_prompt(tokenizer: Any, observation: Any, templated: bool) -> list[int]:
     """Token ids of the prompt for one turn, the chat template applied exactly once.
@@ -83,11 +109,52 @@ def encode_prompt(tokenizer: Any, observation: Any, templated: bool) -> list[int
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+def union_seconds(intervals: Sequence[tuple[float, float]], minus: Sequence[tuple[float, float]] = ()) -> float:
+    """Length of the union of ``(start, end)`` intervals, less the part also covered by ``minus``.
+
+    >>> union_seconds([(0, 2), (1, 3), (5, 6)]), union_seconds([(0, 4)], minus=[(1, 2), (3, 5)])
+    (4.0, 2.0)
+    """
+    def merged(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+        out: list[tuple[float, float]] = []
+        for start, end in sorted(spans):
+            if out and start <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], end))
+            else:
+                out.append((start, end))
+        return out
+
+    total = 0.0
+    others = merged(minus)
+    for start, end in merged(intervals):
+        covered = sum(max(0.0, min(end, b) - max(start, a)) for a, b in others)
+        total += end - start - covered
+    return total
+
+
+class StepClock(gem.Wrapper):
+    """Records the wall-clock interval of every ``step`` call in ``intervals`` (the env's own work,
+    not the wait for a thread to run it), so a rollout can tell time in envs from time in generation."""
+
+    def __init__(self, env: Any, intervals: list[tuple[float, float]]) -> None:
+        super().__init__(env)
+        self.intervals = intervals
+
+    def step(self, action: str) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.env.step(action)
+        finally:
+            self.intervals.append((start, time.perf_counter()))
+
+
 class EnginePolicy:
     """The runner's policy: template, batch, generate, decode.
 
     Each answer goes back to the runner with its :class:`TurnSample` (prompt ids,
-    response ids, sampler logprobs) as the turn's ``policy_info``.
+    response ids, sampler logprobs) as the turn's ``policy_info``. With a seeded
+    ``sampling``, each request's seed is derived from (seed, episode index, turn), so an
+    episode draws the same tokens however the requests happen to batch.
     """
 
     def __init__(
@@ -101,19 +168,24 @@ class EnginePolicy:
     ) -> None:
         self.engine, self.tokenizer, self.sampling = engine, tokenizer, sampling
         self.max_model_len, self.templated, self.batch_wait_s = max_model_len, templated, batch_wait_s
-        self._pending: list[tuple[list[int], asyncio.Future]] = []
+        self._pending: list[tuple[list[int], int | None, asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
         self.generate_calls = 0
         self.generate_seconds = 0.0
+        self.generated_tokens = 0
+        self.generate_intervals: list[tuple[float, float]] = []
         self._calls_seeded = 0
 
-    async def act(self, observation: Any) -> tuple[str, dict[str, TurnSample]]:
+    async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, TurnSample]]:
         prompt = encode_prompt(self.tokenizer, observation, self.templated)
         if len(prompt) + self.sampling.max_tokens > self.max_model_len:
             # GEM's convention: a turn the model cannot answer is an invalid (empty) action
             return "", {"sample": TurnSample(prompt, [], [], PROMPT_TOO_LONG)}
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((prompt, future))
+        seed = None
+        if self.sampling.seed is not None and context is not None:
+            seed = derive_seed(self.sampling.seed, context.index, context.turn)
+        self._pending.append((prompt, seed, future))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._generate_pending())
         gen = await future
@@ -125,22 +197,24 @@ class EnginePolicy:
             # let the other episodes' env steps finish so their requests join this batch
             await asyncio.sleep(self.batch_wait_s)
             batch, self._pending = self._pending, []
-            sampling = self.sampling
-            if sampling.seed is not None:
-                # a fresh seed per call, so no two calls repeat the same draws
-                sampling = Sampling(sampling.temperature, sampling.top_p, sampling.max_tokens,
-                                    sampling.seed + 100_003 * self._calls_seeded)
+            seeds: list[int] | None = None
+            if self.sampling.seed is not None:
+                # requests without an episode context get a fresh seed per call, so no two calls repeat draws
+                fallback = derive_seed(self.sampling.seed, -1, self._calls_seeded)
+                seeds = [s if s is not None else fallback + i for i, (_, s, _) in enumerate(batch)]
                 self._calls_seeded += 1
             start = time.perf_counter()
             try:
-                gens = await asyncio.to_thread(self.engine.generate, [p for p, _ in batch], sampling)
+                gens = await asyncio.to_thread(self.engine.generate, [p for p, _, _ in batch], self.sampling, seeds)
             except Exception as exc:
-                for _, fut in batch:
+                for _, _, fut in batch:
                     fut.set_exception(exc)
                 continue
             self.generate_calls += 1
             self.generate_seconds += time.perf_counter() - start
-            for (_, fut), gen in zip(batch, gens):
+            self.generate_intervals.append((start, time.perf_counter()))
+            self.generated_tokens += sum(len(g.token_ids) for g in gens)
+            for (_, _, fut), gen in zip(batch, gens):
                 fut.set_result(gen)
 
 

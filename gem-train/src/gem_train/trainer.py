@@ -12,6 +12,7 @@ only builds that config. Tests call it directly with a shrunken config.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -22,28 +23,43 @@ import torch
 
 from gem_train.algorithms.advantages import turn_advantages
 from gem_train.checkpoint import latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
-from gem_train.config import TrainConfig, validate
+from gem_train.config import TrainConfig, check_model_path, validate
+from gem_train.curves import write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
 from gem_train.learner import Learner
-from gem_train.metrics_log import MetricsLog
+from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb
 from gem_train.model import build_tiny_model, load_policy, resolve_device
-from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, Episode, collect
+from gem_train.rollout import (
+    PROMPT_TOO_LONG,
+    EnginePolicy,
+    Episode,
+    StepClock,
+    TurnSample,
+    collect,
+    derive_seed,
+    union_seconds,
+)
 
 TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
 
 
-def env_factories(cfg: TrainConfig) -> tuple[Callable[[], Any], Callable[[Any], Callable[[], Any]]]:
-    """``(make_base_env, wrapped(tokenizer))``: the bare env, and a factory of the env with its wrappers."""
+def env_factories(cfg: TrainConfig, env_id: str | None = None
+                  ) -> tuple[Callable[[], Any], Callable[[Any], Callable[[], Any]]]:
+    """``(make_base_env, wrapped(tokenizer))``: the bare env, and a factory of the env with its wrappers.
+
+    ``env_id`` (an eval id) defaults to the training env; ``env.kwargs`` apply to the training env only.
+    """
     import gem
     from gem.wrappers import apply_wrappers
 
     if cfg.env.entry_point and cfg.env.id not in gem.list_envs():
         gem.register(cfg.env.id, cfg.env.entry_point)
-    kwargs = dict(cfg.env.kwargs)
+    env_id = env_id or cfg.env.id
+    kwargs = dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
 
     def make_base_env() -> Any:
-        return gem.make(cfg.env.id, **kwargs)
+        return gem.make(env_id, **kwargs)
 
     def wrapped(tokenizer: Any) -> Callable[[], Any]:
         return lambda: apply_wrappers(make_base_env(), cfg.env.wrappers, tokenizer=tokenizer)
@@ -56,8 +72,10 @@ def episode_metrics(episodes: list[Episode], prefix: str = "") -> dict[str, floa
     turns = [t for ep in episodes for t in ep.turns]
     n, nt = max(len(episodes), 1), max(len(turns), 1)
     return {
+        f"{prefix}episodes": float(len(episodes)),
         f"{prefix}return": sum(ep.total_return for ep in episodes) / n,
         f"{prefix}success": sum(ep.success for ep in episodes) / n,
+        f"{prefix}format_errors": sum(ep.format_error for ep in episodes) / n,
         f"{prefix}turns": len(turns) / n,
         f"{prefix}response_tokens": sum(len(t.response_ids) for t in turns) / nt,
         f"{prefix}prompt_tokens": sum(len(t.prompt_ids) for t in turns) / nt,
@@ -66,12 +84,15 @@ def episode_metrics(episodes: list[Episode], prefix: str = "") -> dict[str, floa
     }
 
 
-def train_seeds(iteration: int, cfg: TrainConfig) -> tuple[list[int], list[int]]:
-    """Reset seeds and group ids of one iteration's episodes (a group shares its seed)."""
+def train_seeds(iteration: int, cfg: TrainConfig, wave: int = 0) -> tuple[list[int], list[int]]:
+    """Reset seeds and group ids of one iteration's episodes (a group shares its seed).
+
+    ``wave`` counts the extra batches of an iteration that collects ``rollout.turns_per_iter`` turns.
+    """
     groups = cfg.rollout.episodes_per_iter // cfg.algo.group_size
-    first = cfg.trainer.seed * 1_000_003 + iteration * groups
+    first = cfg.trainer.seed * 1_000_003 + iteration * groups + wave * 1_000_000_007
     seeds = [first + g for g in range(groups) for _ in range(cfg.algo.group_size)]
-    return seeds, [g for g in range(groups) for _ in range(cfg.algo.group_size)]
+    return seeds, [wave * groups + g for g in range(groups) for _ in range(cfg.algo.group_size)]
 
 
 class _Run:
@@ -81,7 +102,6 @@ class _Run:
         self.cfg = cfg
         self.out = Path(cfg.experiment.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.log = MetricsLog(self.out / "metrics.jsonl", console=cfg.experiment.console)
         self.device = resolve_device(cfg.trainer.device)
         self.make_base_env, wrapped = env_factories(cfg)
         init_path = cfg.model.path if cfg.model.name == "hf" else str(build_tiny_model(
@@ -89,12 +109,23 @@ class _Run:
         ))
         self.checkpoint = latest_checkpoint(self.out) if cfg.trainer.resume else None
         self.state: dict[str, Any] = load_trainer_state(self.checkpoint) if self.checkpoint else {}
+        t = cfg.trainer
+        self.log = MetricsLog(
+            self.out / "metrics.jsonl", console=cfg.experiment.console,
+            keep_until=int(self.state["iteration"]) if self.checkpoint else None,
+            tensorboard_dir=self.out / "tensorboard" if t.tensorboard else None,
+            wandb_run=open_wandb(t.wandb_project, cfg.experiment.name, self.out, dataclasses.asdict(cfg))
+            if t.wandb else None,
+        )
         load_from = str(self.checkpoint) if self.checkpoint else init_path
         self.model, self.tokenizer = load_policy(load_from, cfg.model.dtype, self.device)
         self.make_env = wrapped(self.tokenizer)
         names = [w.strip() for w in cfg.env.wrappers.split(",")] if cfg.env.wrappers else []
         self.templated = any(w in TEMPLATED_WRAPPERS for w in names)
         self.engine_path = load_from
+        self.eval_envs = {cfg.env.id: self.make_env}
+        for env_id in cfg.env.eval_ids:
+            self.eval_envs[env_id] = env_factories(cfg, env_id)[1](self.tokenizer)
 
     def engine(self) -> Engine:
         cfg = self.cfg
@@ -141,15 +172,58 @@ def _sft(run: _Run) -> None:
 
 
 def _evaluate(run: _Run, engine: Engine, iteration: int) -> dict[str, float]:
+    """Held-out episodes on the training env and each of ``env.eval_ids``; returns the training env's metrics."""
     cfg = run.cfg
-    start = time.perf_counter()
     seeds = list(range(cfg.env.eval_seed_start, cfg.env.eval_seed_start + cfg.trainer.eval_episodes))
-    policy = run.policy(engine, cfg.trainer.eval_temperature, cfg.trainer.seed + 7)
-    episodes = collect(run.make_env, policy, seeds, concurrency=cfg.rollout.concurrency,
-                       max_turns=cfg.env.max_turns)
-    metrics = episode_metrics(episodes, prefix="eval_")
-    run.log.write("eval", iteration=iteration, **metrics, eval_s=time.perf_counter() - start)
-    return metrics
+    results = {}
+    for env_id, make_env in run.eval_envs.items():
+        start = time.perf_counter()
+        policy = run.policy(engine, cfg.trainer.eval_temperature, cfg.trainer.seed + 7)
+        episodes = collect(make_env, policy, seeds, concurrency=cfg.rollout.concurrency, max_turns=cfg.env.max_turns)
+        results[env_id] = episode_metrics(episodes, prefix="eval_")
+        run.log.write("eval", iteration=iteration, env_id=env_id, **results[env_id],
+                      eval_s=time.perf_counter() - start)
+    return results[cfg.env.id]
+
+
+def _collect_iteration(run: _Run, engine: Engine, iteration: int
+                       ) -> tuple[list[Episode], EnginePolicy, list[tuple[float, float]]]:
+    """One iteration's episodes: one batch of ``rollout.episodes_per_iter``, or waves of it until
+    ``rollout.turns_per_iter`` turns are in. Also returns the policy and the intervals of the env steps."""
+    cfg = run.cfg
+    # per (run seed, iteration); the policy derives each request's seed from it and (episode, turn)
+    policy = run.policy(engine, cfg.rollout.temperature, derive_seed(cfg.trainer.seed, iteration))
+    episodes: list[Episode] = []
+    steps: list[tuple[float, float]] = []
+
+    def make_env() -> Any:
+        return StepClock(run.make_env(), steps)
+
+    wave = 0
+    while wave == 0 or sum(len(ep.turns) for ep in episodes) < (cfg.rollout.turns_per_iter or 0):
+        seeds, groups = train_seeds(iteration, cfg, wave)
+        if wave > 0:
+            # the runner numbers each wave's episodes from 0 again: a fresh seed keeps their draws apart
+            policy.sampling = dataclasses.replace(policy.sampling, seed=derive_seed(cfg.trainer.seed, iteration, wave))
+        episodes += collect(make_env, policy, seeds, groups, cfg.rollout.concurrency, cfg.env.max_turns)
+        wave += 1
+    return episodes, policy, steps
+
+
+def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tuple[float, float]], rollout_s: float,
+                update_s: float, epochs: int) -> dict[str, float]:
+    """Tokens/s of rollout and training, and where the rollout's time went: generating, waiting on env steps
+    (wall time in which some env steps and no generation ran), and the rest."""
+    env_s = union_seconds(steps, minus=policy.generate_intervals)
+    trained = sum(len(s.prompt_ids) + len(s.response_ids) for s in samples if s.response_ids) * epochs
+    return {
+        "rollout_tok_s": policy.generated_tokens / max(rollout_s, 1e-9),
+        "train_tok_s": trained / max(update_s, 1e-9),
+        "time_generate_s": policy.generate_seconds,
+        "time_env_s": env_s,
+        # templating, tokenising, the batcher's waits, the runner's bookkeeping
+        "time_rollout_other_s": max(rollout_s - policy.generate_seconds - env_s, 0.0),
+    }
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -159,6 +233,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     ``trainer.resume`` a run folder that holds a checkpoint continues from it.
     """
     validate(cfg)
+    check_model_path(cfg)
+    if cfg.trainer.wandb:
+        require_wandb()  # before minutes of model building, not after
     if cfg.trainer.threads and cfg.rollout.engine == "hf":
         # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
         torch.set_num_threads(cfg.trainer.threads)
@@ -181,25 +258,28 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         learner = run.learner()
         if run.checkpoint is not None:
             load_optimizer(run.checkpoint, learner.optimizer)
-        if t.eval_every > 0:
+        logged = read_metrics(run.log.path)
+        if t.eval_every > 0 and not any(r["kind"] == "eval" and r.get("iteration") == start_iteration for r in logged):
+            # a resumed run whose checkpoint iteration was evaluated already does not log that evaluation twice
             summary["first_eval"] = _evaluate(run, engine, start_iteration)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
-            # seeded per iteration; draws still depend on how concurrent requests happen to batch
-            policy = run.policy(engine, cfg.rollout.temperature, cfg.trainer.seed * 1_000_003 + 7919 * iteration)
-            seeds, groups = train_seeds(iteration, cfg)
-            episodes = collect(run.make_env, policy, seeds, groups, cfg.rollout.concurrency, cfg.env.max_turns)
+            episodes, policy, steps = _collect_iteration(run, engine, iteration)
             t1 = time.perf_counter()
             advantages = turn_advantages([ep.rewards for ep in episodes], [ep.group for ep in episodes],
                                          cfg.algo.name, cfg.algo.gamma, cfg.algo.normalize_std)
             samples = [turn for ep in episodes for turn in ep.turns]
-            update = learner.update(samples, [a for adv in advantages for a in adv])
+            flat = [a for adv in advantages for a in adv]
+            if cfg.rollout.turns_per_iter:
+                samples, flat = samples[:cfg.rollout.turns_per_iter], flat[:cfg.rollout.turns_per_iter]
+            update = learner.update(samples, flat, seed=derive_seed(cfg.trainer.seed, iteration, 1))
             t2 = time.perf_counter()
             engine.load_weights(learner.state_dict())
             t3 = time.perf_counter()
             summary["last_train"] = run.log.write(
                 "train", iteration=iteration, **episode_metrics(episodes), **update,
-                rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2,
+                **_throughput(samples, policy, steps, t1 - t0, t2 - t1, cfg.algo.epochs),
+                turns_trained=float(len(samples)), rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2,
                 generate_calls=policy.generate_calls,
             )
             if t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
@@ -209,4 +289,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                                 {"sft_done": True, "env": cfg.env.id})
     finally:
         engine.close()
+        run.log.close()
+    records = read_metrics(run.out / "metrics.jsonl")
+    summary["curves"] = write_curves(records, run.out)
+    if cfg.experiment.console:
+        print(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}",
+              flush=True)
     return summary

