@@ -53,6 +53,9 @@ AFTER_INSTALL: dict[str, list[list[str]]] = {
     "gem-envs-qa": [["python", "-m", "gem.data"]],
 }
 
+#: extras a package's tests install (default: "test")
+TEST_EXTRAS: dict[str, str] = {"gem-core": "test,ray"}
+
 #: extras that make a package complete for the demo and the benchmarks
 FULL_EXTRAS: dict[str, str] = {"gem-envs-math": "reasoning-gym", "gem-tools": "all"}
 
@@ -98,7 +101,7 @@ def _ensure_system_packages(session: nox.Session, package: str) -> None:
 def tests(session: nox.Session, package: str) -> None:
     """A package's tests in a fresh venv (``nox -s tests`` runs every package)."""
     _ensure_system_packages(session, package)
-    _install_tree(session, package)
+    _install_tree(session, package, extras=TEST_EXTRAS.get(package, "test"))
     session.run("pytest", str(ROOT / package / "tests"), "-q", "-p", "no:cacheprovider", *session.posargs)
 
 

@@ -11,6 +11,7 @@ vector layer's extra time per env-step over that baseline.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 
 import gem
@@ -18,7 +19,9 @@ from gem.testing.envs import BusyEnv, CountEnv
 
 ENVS = {"trivial": (CountEnv, {}), "cpu-bound": (BusyEnv, {"work": 20_000})}
 SIZES = (1, 8, 64)
-BACKENDS = ("sync", "thread", "process")
+BACKENDS = ("sync", "thread", "process") + (("ray",) if importlib.util.find_spec("ray") else ())
+#: the ray backend starts a local Ray instance on first use: a small one, without dashboard
+BACKEND_KWARGS = {"ray": {"init_kwargs": {"include_dashboard": False, "object_store_memory": 100 * 1024**2}}}
 
 
 def raw_rate(cls, kwargs, seconds: float) -> float:
@@ -34,7 +37,7 @@ def raw_rate(cls, kwargs, seconds: float) -> float:
 
 
 def vector_rate(env_id: str, backend: str, n: int, seconds: float) -> float:
-    with gem.make_vec([env_id] * n, backend=backend, seed=0) as envs:
+    with gem.make_vec([env_id] * n, backend=backend, seed=0, backend_kwargs=BACKEND_KWARGS.get(backend)) as envs:
         envs.reset()
         actions = envs.sample_random_action()
         envs.step(actions)  # warm up workers

@@ -86,11 +86,12 @@ def make_vec(
     (wrapper functions, or names such as ``"concat_with_action,episode_tracking"``).
 
     ``backend`` is ``"sync"``, ``"thread"`` (what ``async_mode=True`` selects, as in the
-    reference package) or ``"process"``. ``vec_kwargs[i]`` holds kwargs for env ``i``
-    only; ``kwargs`` go to every env. The first ``reset()`` seeds env ``i`` with
+    reference package), ``"process"`` or ``"ray"`` (extra ``gem-core[ray]``).
+    ``vec_kwargs[i]`` holds kwargs for env ``i`` only; ``kwargs`` go to every env. The first ``reset()`` seeds env ``i`` with
     ``seed + i``. ``on_error="reset"`` turns a sub-env's exception into a truncated step
     with ``info["error"]``; ``backend_kwargs`` go to the backend (``num_workers``,
-    ``context`` for ``process``; ``max_workers`` for ``thread``).
+    ``context`` for ``process``; ``max_workers`` for ``thread``; ``address``,
+    ``num_actors`` for ``ray``).
 
     >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 8, backend="thread")  # doctest: +SKIP
     """

@@ -48,6 +48,8 @@ class VectorEnv(ABC):
         self.on_error = on_error
         self._base_seed = seed
         self._closed = False
+        #: backends whose envs live elsewhere (workers, actors): env index -> why its state was lost
+        self._lost: dict[int, str] = {}
 
     # -- what a backend implements ------------------------------------------------------
     @abstractmethod
@@ -150,6 +152,21 @@ class VectorEnv(ABC):
         return f"<{type(self).__name__} {self.num_envs} envs, backend={self.backend}>"
 
     # -- helpers --------------------------------------------------------------------------
+    def _after_loss(self, index: int, call: Call) -> Any:
+        """Answer a call to an env whose worker (process, actor) died since its last call."""
+        reason = self._lost.pop(index)
+        failure = Failure(index, self.env_ids[index], "WorkerDied", reason, "")
+        if call[1] == "reset":  # a reset is what the env needed anyway
+            return self._execute([call])[0]
+        if self.on_error == "reset" and call[1] == "step":
+            reset = self._execute([(index, "reset", (None, {}), {})])[0]
+            if isinstance(reset, Failure):
+                return reset
+            obs, info = reset
+            return obs, 0.0, False, True, {**info, "error": failure.describe(), "error_type": failure.type,
+                                            "final_obs": None, "final_info": {}}
+        return failure
+
     def _run(self, calls: Sequence[Call]) -> list[Any]:
         if self._closed:
             raise RuntimeError("this vector env is closed")

@@ -105,7 +105,6 @@ class ProcessVectorEnv(VectorEnv):
         chunks = [list(range(self.num_envs))[w::workers] for w in range(workers)]
         self._workers: list[_Worker] = []
         self._owner: dict[int, _Worker] = {}
-        self._lost: dict[int, str] = {}  # env index -> why its state was lost
         try:
             for chunk in chunks:
                 args = [(i, env_fns[i], self.env_ids[i], self.autoreset_mode.value, self.on_error) for i in chunk]
@@ -182,21 +181,6 @@ class ProcessVectorEnv(VectorEnv):
             for call in batch:
                 results[call[0]] = self._after_loss(call[0], call)
         return [results[c[0]] for c in calls]
-
-    def _after_loss(self, index: int, call: Call) -> Any:
-        """Answer a call to an env whose worker died since its last call."""
-        reason = self._lost.pop(index)
-        failure = Failure(index, self.env_ids[index], "WorkerDied", reason, "")
-        if call[1] == "reset":  # a reset is what the env needed anyway
-            return self._execute([call])[0]
-        if self.on_error == "reset" and call[1] == "step":
-            reset = self._execute([(index, "reset", (None, {}), {})])[0]
-            if isinstance(reset, Failure):
-                return reset
-            obs, info = reset
-            return obs, 0.0, False, True, {**info, "error": failure.describe(), "error_type": failure.type,
-                                            "final_obs": None, "final_info": {}}
-        return failure
 
     def _close(self) -> None:
         for worker in getattr(self, "_workers", []):

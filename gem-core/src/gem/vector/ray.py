@@ -1,0 +1,163 @@
+"""The ``ray`` backend: envs live in Ray actors, on this machine or across a cluster.
+
+Envs are grouped into ``num_actors`` actors (default: one per CPU of the cluster, at
+most one per env); each actor holds the envs' :class:`~gem.vector.slot.Slot` objects,
+so autoreset and ``on_error`` behave exactly as on the other backends. Calls to
+different actors run in parallel.
+
+The cluster is the one this process is already connected to (``ray.init`` was called),
+else ``address`` (``backend_kwargs={"address": "head-host:6379"}``), else the
+``RAY_ADDRESS`` environment variable, else a new local Ray instance; ``init_kwargs`` go
+to ``ray.init``. An actor that dies (its process killed, its node lost) is replaced by a
+new actor with fresh envs; the envs it held report the death on their next call (raised,
+or in ``info`` with ``on_error="reset"``), as the process backend's dead worker does.
+
+>>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 64, backend="ray",  # doctest: +SKIP
+...                     backend_kwargs={"address": "head-host:6379"})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    import ray
+    from ray.actor import ActorHandle
+    from ray.exceptions import RayActorError
+except ImportError as exc:
+    raise ImportError("the 'ray' vector backend needs Ray: pip install 'gem-core[ray]'") from exc
+
+from gem.core import Env
+from gem.errors import VectorEnvError
+from gem.vector.base import Call, VectorEnv
+from gem.vector.local import run_call
+from gem.vector.process import SlotArgs
+from gem.vector.slot import AutoresetMode, Failure, Slot
+
+
+@ray.remote
+class _SlotActor:
+    """The slots of some envs, inside one Ray actor; calls to it run one at a time."""
+
+    def __init__(self, slot_args: list[SlotArgs]) -> None:
+        self.slots: dict[int, Slot] = {}
+        self.failure: Failure | None = None
+        for index, fn, env_id, mode, on_error in slot_args:
+            try:
+                self.slots[index] = Slot(index, fn, env_id, AutoresetMode(mode), on_error)
+            except Exception as exc:  # reported by ready(): a raising constructor would only say "actor died"
+                self.failure = Failure.from_exc(index, env_id, exc)
+                return
+
+    def ready(self) -> Failure | None:
+        return self.failure
+
+    def execute(self, calls: list[Call]) -> list[Any]:
+        return [run_call(self.slots[c[0]], c) for c in calls]
+
+    def close(self) -> None:
+        for slot in self.slots.values():
+            slot.env.close()
+
+
+@dataclass
+class _Actor:
+    handle: ActorHandle
+    slot_args: list[SlotArgs]
+
+    @property
+    def indices(self) -> list[int]:
+        return [a[0] for a in self.slot_args]
+
+
+class RayVectorEnv(VectorEnv):
+    """Envs in Ray actors; calls to different actors run in parallel.
+
+    ``actor_options`` go to ``.options()`` of every actor (default
+    ``{"scheduling_strategy": "SPREAD"}``: actors spread over the cluster's nodes);
+    e.g. ``{"num_cpus": 1}`` reserves a CPU per actor, ``{"runtime_env": ...}`` ships
+    code or packages to the nodes.
+
+    >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 8, backend="ray",  # doctest: +SKIP
+    ...                     backend_kwargs={"num_actors": 4})
+    """
+
+    backend = "ray"
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], Env]],
+        num_actors: int | None = None,
+        address: str | None = None,
+        init_kwargs: dict[str, Any] | None = None,
+        actor_options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(env_fns, **kwargs)
+        self._actors: list[_Actor] = []
+        if not ray.is_initialized():
+            ray.init(address=address, **(init_kwargs or {}))
+        self._actor_options = {"scheduling_strategy": "SPREAD", **(actor_options or {})}
+        actors = max(1, min(num_actors or int(ray.cluster_resources().get("CPU", 1)), self.num_envs))
+        self._owner: dict[int, int] = {}  # env index -> position of its actor in self._actors
+        try:
+            for position in range(actors):
+                chunk = range(position, self.num_envs, actors)
+                args = [(i, env_fns[i], self.env_ids[i], self.autoreset_mode.value, self.on_error) for i in chunk]
+                self._actors.append(_Actor(_SlotActor.options(**self._actor_options).remote(args), args))
+                self._owner.update((i, position) for i in chunk)
+            self._wait_ready(self._actors)  # all at once: actors start in parallel
+        except BaseException:
+            self._close()
+            raise
+
+    def _wait_ready(self, actors: list[_Actor]) -> None:
+        for failure in ray.get([a.handle.ready.remote() for a in actors]):
+            if failure is not None:
+                raise VectorEnvError(
+                    f"{failure.describe()} while being created in a Ray actor\n{failure.traceback}",
+                    failure.index,
+                    failure.env_id,
+                )
+
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
+        results: dict[int, Any] = {}
+        batches: dict[int, list[Call]] = {}
+        for call in calls:
+            if call[0] in self._lost:
+                results[call[0]] = self._after_loss(call[0], call)
+            else:
+                batches.setdefault(self._owner[call[0]], []).append(call)
+        refs = {position: self._actors[position].handle.execute.remote(batch) for position, batch in batches.items()}
+        for position, ref in refs.items():
+            batch = batches[position]
+            try:
+                answers = ray.get(ref)
+            except RayActorError as exc:
+                self._replace(position)
+                reason = f"its Ray actor died ({type(exc).__name__}) and was replaced with a fresh env"
+                self._lost.update((i, reason) for i in self._actors[position].indices)
+                answers = [self._after_loss(call[0], call) for call in batch]
+            results.update((call[0], answer) for call, answer in zip(batch, answers))
+        return [results[c[0]] for c in calls]
+
+    # an env whose actor died answers its next call as one whose worker process died
+
+    def _replace(self, position: int) -> None:
+        """Start a new actor with fresh envs in place of a dead one."""
+        dead = self._actors[position]
+        ray.kill(dead.handle, no_restart=True)
+        actor = _Actor(_SlotActor.options(**self._actor_options).remote(dead.slot_args), dead.slot_args)
+        self._actors[position] = actor
+        self._wait_ready([actor])
+
+    def _close(self) -> None:
+        actors, self._actors = getattr(self, "_actors", []), []
+        if not actors or not ray.is_initialized():  # at interpreter exit Ray may be shut down already
+            return
+        refs = [a.handle.close.remote() for a in actors]
+        ray.wait(refs, num_returns=len(refs), timeout=10)  # a dead or stuck actor is killed below either way
+        for actor in actors:
+            ray.kill(actor.handle)

@@ -1,0 +1,230 @@
+"""The ``ray`` vector backend, against a Ray cluster that this module starts and stops.
+
+The cluster is started the way a user starts one (``ray start --head`` in another
+process) and the backend connects to it by address, so every test here also exercises
+the "existing cluster" path. Needs ``pip install 'gem-core[ray]'``.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray
+
+import gem
+from gem.errors import VectorEnvError
+
+# Environment of the test cluster's processes. Ray turns 127.0.0.1 into the machine's
+# network address unless it runs as a one-machine cluster; the first flag (named for
+# Windows and macOS, where that is the default) keeps every port it opens on the loopback
+# interface. Ray reads it when imported, so this process, which imported Ray already, gets
+# it through ray_constants (see ray_address). A head node turns token authentication on
+# when ~/.ray/auth_token exists, a driver does not: the test cluster runs without it.
+CLUSTER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """The address of a two-CPU Ray head node running in another process."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray._private.ray_constants, "ENABLE_RAY_CLUSTER", False)
+        yield from _start_head()
+
+
+def _start_head():
+    with socket.socket() as s:  # a free port outside Ray's worker port range (10002-19999)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    temp_dir = tempfile.mkdtemp(prefix="gem-ray-")  # short: Ray's socket paths must fit in 107 bytes
+    log_path = Path(temp_dir) / "head.log"
+    command = [
+        str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+        f"--port={port}", "--num-cpus=2", f"--object-store-memory={100 * 1024**2}", "--include-dashboard=false",
+        "--disable-usage-stats", f"--temp-dir={temp_dir}",
+    ]
+    with open(log_path, "w") as log:
+        head = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **CLUSTER_ENV})
+    try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in log_path.read_text():
+            if head.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"`ray start --head` did not come up:\n{log_path.read_text()}")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        ray.shutdown()
+        head.terminate()  # with --block, SIGTERM stops every process of the head node
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def make_ray_vec(ray_address, count_registry):
+    """``gem.make_vec(..., backend="ray")`` connected to the module's cluster by address."""
+
+    def make(ids, backend_kwargs=None, **kwargs):
+        return gem.make_vec(ids, backend="ray", backend_kwargs={"address": ray_address, **(backend_kwargs or {})},
+                            **kwargs)
+
+    return make
+
+
+def _solve(envs):
+    """The winning action for each env, read from its state (tests only)."""
+    return [f"\\boxed{{{s['target']}}}" for s in envs.get_state()]
+
+
+def test_ray_agrees_with_sync_on_a_seeded_run(make_ray_vec):
+    ids = ["test:Count-v0-hard"] * 3
+    with gem.make_vec(ids, seed=11, backend="sync") as reference, make_ray_vec(ids, seed=11) as envs:
+        assert envs.backend == "ray" and len(envs._actors) == 2  # the cluster's two CPUs
+        assert envs.reset() == reference.reset()
+        for guess in (50, 25, 75, 60, 55, 52, 51, 53):  # past max_turns: truncation and autoreset too
+            a, b = envs.step([f"\\boxed{{{guess}}}"] * 3), reference.step([f"\\boxed{{{guess}}}"] * 3)
+            assert a[0] == b[0] and a[4] == b[4]
+            for x, y in zip(a[1:4], b[1:4]):
+                np.testing.assert_array_equal(x, y)
+        assert envs.get_state() == reference.get_state()
+
+
+def test_same_step_autoreset_keeps_the_final_observation(make_ray_vec):
+    with make_ray_vec(["test:Count-v0"] * 2, seed=3) as envs:
+        envs.reset()
+        obs, rewards, terminated, _, infos = envs.step(_solve(envs))
+        assert rewards.tolist() == [1.0, 1.0] and terminated.all()
+        assert all(i["final_obs"] == "Correct!" and i["final_info"]["correct"] for i in infos)
+        assert all(o.startswith("Guess a number") for o in obs)
+
+
+def test_next_step_and_disabled_autoreset(make_ray_vec):
+    with make_ray_vec(["test:Count-v0"], autoreset_mode="next_step") as envs:
+        envs.reset()
+        obs, _, terminated, _, _ = envs.step(_solve(envs))
+        assert obs == ["Correct!"] and terminated[0]
+        obs, rewards, terminated, truncated, _ = envs.step(["ignored"])
+        assert obs[0].startswith("Guess") and rewards[0] == 0 and not terminated[0] and not truncated[0]
+    with make_ray_vec(["test:Count-v0"] * 2, autoreset_mode="disabled") as envs:
+        envs.reset()
+        obs, _, _, _, infos = envs.step(_solve(envs))
+        assert obs == ["Correct!"] * 2 and "final_obs" not in infos[0]
+        obs, _ = envs.reset(indices=[1], seed=[4])
+        assert len(obs) == 1 and obs[0].startswith("Guess")
+
+
+def test_dict_actions_step_only_those_envs(make_ray_vec):
+    with make_ray_vec(["test:Count-v0"] * 3) as envs:
+        envs.reset()
+        before = envs.call("turn")
+        obs, rewards, terminated, truncated, infos = envs.step({2: "\\boxed{0}", 0: "\\boxed{0}"})
+        assert list(obs) == [2, 0] and set(rewards) == {0, 2}
+        assert envs.call("turn") == [before[0] + 1, before[1], before[2] + 1]
+        with pytest.raises(IndexError):
+            envs.step({7: "x"})
+
+
+def test_call_and_state_round_trip(make_ray_vec):
+    with make_ray_vec(["test:Count-v0"] * 2, vec_kwargs=[{"high": 5}, {"high": 6}], seed=2) as envs:
+        assert envs.call("high") == [5, 6]
+        envs.reset()
+        actions = envs.sample_random_action()
+        saved = envs.get_state()
+        first = envs.step(actions)
+        after = envs.get_state()
+        envs.set_state(saved)
+        again = envs.step(actions)
+        assert again[0] == first[0] and again[1].tolist() == first[1].tolist() and envs.get_state() == after
+
+
+def test_a_failing_sub_env_names_its_index_and_id(make_ray_vec):
+    with make_ray_vec(["test:Count-v0", "test:Faulty-v0"]) as envs:
+        envs.reset()
+        with pytest.raises(VectorEnvError, match=r"env 1 \(test:Faulty-v0\) raised RuntimeError") as info:
+            envs.step(["\\boxed{1}", "raise"])
+        assert info.value.index == 1 and info.value.env_id == "test:Faulty-v0"
+
+
+def test_on_error_reset_reports_in_info(make_ray_vec):
+    with make_ray_vec(["test:Count-v0", "test:Faulty-v0"], on_error="reset") as envs:
+        envs.reset()
+        obs, rewards, terminated, truncated, infos = envs.step(["\\boxed{0}", "raise"])
+        assert truncated[1] and not terminated[1] and rewards[1] == 0
+        assert "FaultyEnv was asked to raise" in infos[1]["error"]
+        assert obs[1].startswith("Guess")
+        envs.step(["\\boxed{0}", "\\boxed{0}"])
+
+
+def test_an_env_that_cannot_be_built_is_named(make_ray_vec, count_registry):
+    count_registry.register("test:Broken-v0", "gem.testing.envs:CountEnv", no_such_argument=1)
+    with pytest.raises(VectorEnvError, match=r"env 1 \(test:Broken-v0\) raised TypeError.*Ray actor"):
+        make_ray_vec(["test:Count-v0", "test:Broken-v0"])
+
+
+def test_a_dead_actor_is_replaced(make_ray_vec):
+    ids = ["test:Faulty-v0", "test:Count-v0"]
+    with make_ray_vec(ids, on_error="reset") as envs:
+        envs.reset()
+        obs, _, _, truncated, infos = envs.step(["die", "\\boxed{0}"])
+        assert truncated[0] and "Ray actor died" in infos[0]["error"] and infos[0]["error_type"] == "WorkerDied"
+        assert obs[0].startswith("Guess")
+        envs.step(["\\boxed{0}", "\\boxed{0}"])
+    with make_ray_vec(ids, backend_kwargs={"num_actors": 1}) as envs:
+        envs.reset()
+        with pytest.raises(VectorEnvError, match=r"env 0 .*Ray actor died"):
+            envs.step({0: "die"})
+        # env 1 shared the actor but was not stepped: its loss is reported on its next step
+        with pytest.raises(VectorEnvError, match=r"env 1 .*Ray actor died"):
+            envs.step({1: "\\boxed{0}"})
+        envs.reset()
+        envs.step(["\\boxed{0}", "\\boxed{0}"])
+
+
+def test_ray_address_selects_the_cluster_and_import_gem_stays_light(ray_address):
+    script = (
+        "import sys, gem, gem.vector\n"
+        "assert 'ray' not in sys.modules, 'import gem imported ray'\n"
+        "from gem.testing.envs import CountEnv\n"
+        "gem.register('script:Count-v0', CountEnv)\n"
+        "with gem.make_vec(['script:Count-v0'] * 2, backend='ray', seed=5) as envs:\n"
+        "    print(len(envs.reset()[0]))\n"
+        "import ray\n"
+        "print(ray.get_runtime_context().gcs_address)\n"
+    )
+    env = {**os.environ, **CLUSTER_ENV, "RAY_ADDRESS": ray_address}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", ray_address]  # the existing cluster, not a new local one
+
+
+def test_without_an_address_a_local_instance_is_started(ray_address):
+    script = (
+        "import gem, ray\n"
+        "from gem.testing.envs import CountEnv\n"
+        "gem.register('script:Count-v0', CountEnv)\n"
+        "init = {'num_cpus': 1, 'include_dashboard': False, 'object_store_memory': 100 * 1024**2}\n"
+        "with gem.make_vec(['script:Count-v0'] * 2, backend='ray', backend_kwargs={'init_kwargs': init}) as envs:\n"
+        "    print(len(envs.reset()[0]), len(envs._actors))\n"
+        "print(ray.get_runtime_context().gcs_address)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | CLUSTER_ENV
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    envs, actors, address = done.stdout.split()
+    assert (envs, actors) == ("2", "1") and address != ray_address  # its own one-CPU instance
+
+
+def test_without_ray_the_error_says_what_to_install(count_registry, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an interpreter without Ray sees
+    monkeypatch.delitem(sys.modules, "gem.vector.ray", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'gem-core\[ray\]'"):
+        gem.make_vec(["test:Count-v0"], backend="ray")
