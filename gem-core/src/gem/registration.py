@@ -88,10 +88,10 @@ def make_vec(
     ``backend`` is ``"sync"``, ``"thread"`` (what ``async_mode=True`` selects, as in the
     reference package), ``"process"`` or ``"ray"`` (extra ``gem-core[ray]``).
     ``vec_kwargs[i]`` holds kwargs for env ``i`` only; ``kwargs`` go to every env. The
-    first ``reset()`` seeds env ``i`` with ``seed + i``. ``on_error="reset"`` turns a sub-env's exception into a truncated step
-    with ``info["error"]``; ``backend_kwargs`` go to the backend (``num_workers``,
-    ``context`` for ``process``; ``max_workers`` for ``thread``; ``address``,
-    ``num_actors`` for ``ray``).
+    first ``reset()`` seeds env ``i`` with ``seed + i``. ``on_error="reset"`` turns a
+    sub-env's exception into a truncated step with ``info["error"]``. ``backend_kwargs``
+    go to the backend (``num_workers``, ``context`` for ``process``; ``max_workers`` for
+    ``thread``; ``address``, ``num_actors`` for ``ray``).
 
     >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 8, backend="thread")  # doctest: +SKIP
     """
