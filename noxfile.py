@@ -57,7 +57,7 @@ AFTER_INSTALL: dict[str, list[list[str]]] = {
 TEST_EXTRAS: dict[str, str] = {"gem-core": "test,ray"}
 
 #: extras that make a package complete for the demo and the benchmarks
-FULL_EXTRAS: dict[str, str] = {"gem-envs-math": "reasoning-gym", "gem-tools": "all"}
+FULL_EXTRAS: dict[str, str] = {"gem-core": "ray", "gem-envs-math": "reasoning-gym", "gem-tools": "all"}
 
 #: Debian packages a package's tests need (installed when missing and we are root)
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian package}
