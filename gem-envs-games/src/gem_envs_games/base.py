@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gem
-from gem_envs_games.parsing import extract_boxed
+from gem.parsing import last_boxed
 
 NO_EPISODE = "No episode is running: call reset() to start one."
 FORMAT_ERROR_REWARD = -0.1
@@ -155,7 +155,7 @@ class TurnGame(gem.Env):
             return NO_EPISODE, 0.0, True, False, {}
         self.turn += 1
         prefix = f"Turn {self.turn}: "
-        boxed = extract_boxed(action)
+        boxed = last_boxed(action, strip=False)
         move = self.parse_move(boxed) if boxed is not None else None
         if move is None:
             self.done = True

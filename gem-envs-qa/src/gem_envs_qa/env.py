@@ -7,8 +7,8 @@ from typing import Any
 
 from gem.core import StepResult
 from gem.data import DatasetEnv, Records
+from gem.parsing import answer_tag, last_boxed
 from gem_envs_qa import sources
-from gem_envs_qa.extract import answer_tag, last_boxed
 from gem_envs_qa.metrics import contains_answer, exact_match, f1_score
 
 #: the observation after the single step (the reference package's terminal marker)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gem_envs_qa.extract import answer_tag, last_boxed
+from gem.parsing import answer_tag, last_boxed
 
 
 @pytest.mark.parametrize(
@@ -49,3 +49,8 @@ def test_hostile_inputs_stay_linear() -> None:
     assert last_boxed("\\boxed{" * 200_000 + "x}") == "x"
     assert answer_tag("<answer>" * 200_000 + "</answer>" * 3) == ""
     assert answer_tag("</answer>" * 200_000) is None
+
+
+def test_unstripped_boxes_and_non_strings() -> None:
+    assert last_boxed(r"I guess \boxed{5} ... no, \boxed{ {7} }", strip=False) == " {7} "
+    assert last_boxed(None) is None and answer_tag(42) is None

@@ -1,7 +1,8 @@
-"""Find the answer in a response: the last ``<answer>…</answer>`` or the last ``\\boxed{…}``.
+"""Read an answer out of a response: the last ``<answer>…</answer>`` or the last ``\\boxed{…}``.
 
-Both run in one linear pass over untrusted text (``str.rfind`` and a brace counter, no
-backtracking regex), so a megabyte of unclosed tags costs milliseconds.
+Every suite that reads answers or moves from free text uses these. Both run in one
+linear pass over untrusted text (``str.rfind`` and a brace counter, no backtracking
+regex), so a megabyte of unclosed tags costs milliseconds.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ _OPEN, _CLOSE = "<answer>", "</answer>"
 _BOX = "\\boxed{"
 
 
-def answer_tag(text: str) -> str | None:
+def answer_tag(text: object) -> str | None:
     """Content of the last complete ``<answer>…</answer>``, stripped; ``None`` if there is
     none. An empty tag gives ``""`` (an answer, just a wrong one). The answer runs from the
     last opening tag that is closed to the first closing tag after it.
@@ -22,6 +23,8 @@ def answer_tag(text: str) -> str | None:
     >>> answer_tag("<answer>unclosed") is None
     True
     """
+    if not isinstance(text, str):
+        return None
     last_close = text.rfind(_CLOSE)
     if last_close < 0:
         return None
@@ -32,12 +35,15 @@ def answer_tag(text: str) -> str | None:
     return text[start : text.find(_CLOSE, start)].strip()
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{…}`` whose braces balance, stripped; ``None`` if none.
+def last_boxed(text: object, strip: bool = True) -> str | None:
+    """Content of the last ``\\boxed{…}`` whose braces balance (stripped unless
+    ``strip=False``); ``None`` if there is none.
 
     >>> last_boxed(r"first \\boxed{1}, then \\boxed{{a} b}")
     '{a} b'
     """
+    if not isinstance(text, str):
+        return None
     limit = len(text)
     while (start := text.rfind(_BOX, 0, limit)) >= 0:
         depth = 1
@@ -50,7 +56,8 @@ def last_boxed(text: str) -> str | None:
                 depth -= 1
             i += 1
         if depth == 0:
-            return text[start + len(_BOX) : i - 1].strip()
+            content = text[start + len(_BOX) : i - 1]
+            return content.strip() if strip else content
         # this box never closes, so no earlier box that reaches it can close either: an
         # earlier box has to close before it. Scanning only up to here keeps it linear
         limit = start
