@@ -119,3 +119,16 @@ def test_gem_sandbox_command(capsys):
     out = capsys.readouterr().out
     assert "bwrap    ok" in out and "default: bwrap" in out
     assert "search-server" in catalog().commands.names()
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "unshare"])
+def test_an_interpreter_that_lives_under_tmp(tmp_path, backend):
+    # a checkout (and its venv) under /tmp is bound inside the sandbox's own /tmp
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    box = Sandbox(backend=backend, python=str(venv / "bin" / "python"))
+    r = box.run_python("import sys; print(sys.prefix)")
+    assert (r.status, r.stdout.strip()) == (Status.OK, str(venv)), r.stderr

@@ -78,7 +78,10 @@ def build_root(plan, root):
         if plan["uid"] is not None:
             os.chown(path, plan["uid"], plan["gid"])
     if plan["uid"] is not None:
-        for dirpath, _dirs, _files in os.walk(work):
+        for dirpath, dirs, _files in os.walk(work):
+            # an interpreter dir that lives under /tmp is bound read-only inside the work
+            # dir: leave the binds alone
+            dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(dirpath, d))]
             os.chown(dirpath, plan["uid"], plan["gid"])
 
 
