@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gem.core import Env, Wrapper
+from gem.core import Env
 from gem.errors import GemError
 from gem.eval.metrics import markdown_table, summarize
 from gem.eval.models import ChatModel, Sampling, make_model, parse_model_spec
@@ -157,24 +157,6 @@ def episode_record(key: EpisodeKey, seed: int, traj: Trajectory, log: EpisodeLog
     }
 
 
-class _PlannedEpisode(Wrapper):
-    """The outermost wrapper: the runner's "seed" is a row of the plan. It resets the env
-    with the planned seed and tells the policy which episode this task now plays (the
-    runner gives the policy observations only)."""
-
-    def __init__(self, env: Env, plan: list[tuple[EpisodeKey, int]], policy: ChatPolicy) -> None:
-        super().__init__(env)
-        self.plan, self.policy = plan, policy
-
-    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        return self.env.reset(seed=self.plan[seed][1], **kwargs)
-
-    async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        key, env_seed = self.plan[seed]
-        self.policy.start(key)
-        return await self.env.areset(seed=env_seed, **kwargs)
-
-
 def _check_settings(out: Path, config: EvalConfig) -> None:
     settings_path = out / "run.json"
     wanted = config.scored_settings()
@@ -243,17 +225,17 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
                 bar.close()
                 continue
 
-            def make_env(env_id: str = env_id, plan: list[tuple[EpisodeKey, int]] = plan) -> Env:
+            def make_env(env_id: str = env_id) -> Env:
                 from gem.registration import make
                 from gem.wrappers import apply_wrappers
 
-                return _PlannedEpisode(apply_wrappers(make(env_id, **config.env_kwargs), wrappers), plan, policy)
+                return apply_wrappers(make(env_id, **config.env_kwargs), wrappers)
 
             def on_trajectory(traj: Trajectory, plan: list[tuple[EpisodeKey, int]] = plan, bar: Progress = bar
                               ) -> None:
                 nonlocal ran
-                key, seed = plan[traj.seed]
-                log = policy.finish()
+                key, seed = plan[traj.episode]
+                log = policy.finish(traj.episode)
                 if log.fatal:
                     return  # stopped by an error that every episode would hit: nothing to record
                 record = episode_record(key, seed, traj, log, model.name)
@@ -262,7 +244,8 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
                 bar.update(record["success"], record["error"] is not None)
 
             try:
-                await run_episodes(make_env, policy, seeds=range(len(plan)), concurrency=config.concurrency,
+                policy.plan([key for key, _ in plan])
+                await run_episodes(make_env, policy, seeds=[seed for _, seed in plan], concurrency=config.concurrency,
                                    max_turns=config.max_turns, on_error="record", on_trajectory=on_trajectory)
             finally:
                 bar.close()

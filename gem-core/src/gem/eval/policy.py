@@ -8,13 +8,13 @@ so far; the policy puts the system prompt in front, sends it, and keeps per epis
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from gem.eval.models import ChatModel, EndpointError, Sampling
 from gem.eval.records import EpisodeKey
+from gem.runner import EpisodeContext
 
 
 def request_seed(base_seed: int, key: EpisodeKey, turn: int) -> int:
@@ -40,10 +40,11 @@ class EpisodeLog:
 
 
 class ChatPolicy:
-    """``act(observation) -> str`` for :func:`gem.runner.run_episodes`, talking to ``model``.
+    """``act(observation, context) -> str`` for :func:`gem.runner.run_episodes`, talking to ``model``.
 
-    :meth:`start` (called as an episode resets) and :meth:`finish` (from the runner's
-    ``on_trajectory``) bracket an episode; both run in the episode's task.
+    :meth:`plan` names the episode behind each runner index; the runner's
+    :class:`~gem.runner.EpisodeContext` tells ``act`` which one is asking, and
+    :meth:`finish` (from the runner's ``on_trajectory``) hands over its log.
 
     >>> policy = ChatPolicy(model, Sampling(max_tokens=64), system_prompt="Be brief.")  # doctest: +SKIP
     """
@@ -52,16 +53,24 @@ class ChatPolicy:
                  base_seed: int = 0) -> None:
         self.model, self.sampling = model, sampling
         self.system_prompt, self.base_seed = system_prompt, base_seed
-        self._logs: dict[asyncio.Task, EpisodeLog] = {}
+        self._keys: list[EpisodeKey] = []
+        self._logs: dict[int, EpisodeLog] = {}
         self.answered = 0
         # set by an error every other request would hit too (wrong key, model, URL): later turns stop at once
         self.fatal: EndpointError | None = None
 
-    def start(self, key: EpisodeKey) -> None:
-        self._logs[asyncio.current_task()] = EpisodeLog(key)
+    def plan(self, keys: list[EpisodeKey]) -> None:
+        """The episodes of the next run: runner index ``i`` plays ``keys[i]``."""
+        self._keys, self._logs = list(keys), {}
 
-    def finish(self) -> EpisodeLog:
-        return self._logs.pop(asyncio.current_task())
+    def _log(self, index: int) -> EpisodeLog:
+        return self._logs.setdefault(index, EpisodeLog(self._keys[index]))
+
+    def finish(self, index: int) -> EpisodeLog:
+        """The log of runner episode ``index`` (empty if it never asked for an action)."""
+        log = self._log(index)
+        del self._logs[index]
+        return log
 
     def chat(self, observation: Any) -> list[dict[str, str]]:
         """The messages to send for ``observation`` (a message list, or text as one user message)."""
@@ -73,8 +82,8 @@ class ChatPolicy:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages
 
-    async def act(self, observation: Any) -> str:
-        log = self._logs[asyncio.current_task()]
+    async def act(self, observation: Any, context: EpisodeContext) -> str:
+        log = self._log(context.index)
         if self.fatal is not None:
             log.fatal = True
             raise self.fatal
