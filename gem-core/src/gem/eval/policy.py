@@ -1,9 +1,9 @@
 """The policy ``gem eval`` hands to gem's runner: observations become chats for a model.
 
-The runner plays each episode in its own asyncio task and calls ``act(observation)``
-once per turn. With the ``messages`` wrapper the observation is the whole conversation
-so far; the policy puts the system prompt in front, sends it, and keeps per episode
-(per task) what the report needs: tokens, requests, retries, the last chat.
+The runner calls ``act(observation, context)`` once per turn of each episode. With the
+``messages`` wrapper the observation is the whole conversation so far; the policy puts
+the system prompt in front, sends it, and keeps per episode (``context.index``) what the
+report needs: tokens, requests, retries, the last chat.
 """
 
 from __future__ import annotations
