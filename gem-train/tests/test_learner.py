@@ -79,3 +79,61 @@ def test_turns_without_a_response_are_left_out(tiny_model_path):
     learner = Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id)
     empty = TurnSample([1, 2, 3], [], [], "prompt_too_long", -0.1)
     assert learner.update([empty], [1.0]) == {}
+
+
+def ppo_learner(model, tok, critic_kind: str, **algo) -> Learner:
+    from gem_train.critic import make_critic
+
+    cfg = AlgoConfig(name="ppo", loss="ppo_clip", critic=critic_kind, **algo)
+    return Learner(model, cfg, TrainerConfig(lr=1e-2, micro_batch_size=4), 1.0, 8.0, tok.pad_token_id,
+                   critic=make_critic(model, critic_kind))
+
+
+@pytest.mark.parametrize("critic_kind", ["shared", "separate"])
+def test_ppo_critic_learns_the_value_targets(tiny_model_path, critic_kind):
+    model, tok = load_policy(tiny_model_path)
+    samples = samples_from(model, tok)
+    learner = ppo_learner(model, tok, critic_kind, epochs=1, value_clip=None)
+    old = learner.values(samples)
+    assert old == [0.0] * 6  # the head starts at zero
+    targets = [1.0, -1.0, 0.5, 0.0, 1.0, -0.5]
+    start = sum((o - t) ** 2 for o, t in zip(old, targets))
+    for _ in range(30):
+        metrics = learner.update(samples, [0.0] * 6, old_values=learner.values(samples), value_targets=targets)
+    now = learner.values(samples)
+    assert sum((v - t) ** 2 for v, t in zip(now, targets)) < 0.25 * start
+    assert metrics["value_loss"] >= 0 and metrics["critic_grad_norm"] > 0
+    policy_params = {id(p) for p in model.parameters()}
+    critic_params = {id(p) for p in learner.critic.parameters()}
+    # a separate critic shares no parameter with the policy; a shared one is only a head
+    assert not policy_params & critic_params
+    assert (len(critic_params) > 2) == (critic_kind == "separate")
+
+
+@pytest.mark.parametrize("clip", [0.05, None])
+def test_value_clip_stops_the_critic_once_it_leaves_the_range(tiny_model_path, clip):
+    model, tok = load_policy(tiny_model_path)
+    samples = samples_from(model, tok)
+    learner = ppo_learner(model, tok, "shared", epochs=1, value_clip=clip)
+    # plain SGD: no momentum carries the critic on once its gradient is gone
+    learner.optimizer = torch.optim.SGD(learner.critic.parameters(), lr=0.05)
+    old = learner.values(samples)
+    moved = []
+    for _ in range(15):  # one batch of experience, many steps: the old values stay those of collection time
+        learner.update(samples, [0.0] * 6, old_values=old, value_targets=[5.0] * 6)
+        moved.append(max(learner.values(samples)))
+    if clip is None:
+        assert moved[-1] > 1.0
+    else:
+        # a value past old + clip gets no gradient: once all are past, the critic stops
+        assert min(learner.values(samples)) > clip and moved[-1] == pytest.approx(moved[-2]) and moved[-1] < 1.0
+
+
+def test_ppo_learner_needs_values(tiny_model_path):
+    model, tok = load_policy(tiny_model_path)
+    learner = ppo_learner(model, tok, "shared")
+    with pytest.raises(ValueError, match="old_values and value_targets"):
+        learner.update(samples_from(model, tok, 1), [1.0])
+    plain = Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id)
+    with pytest.raises(ValueError, match="no critic"):
+        plain.values(samples_from(model, tok, 1))

@@ -76,7 +76,8 @@ def test_train_end_to_end_then_resume(tmp_path, gem_registry):
     assert [(r["kind"], r.get("iteration")) for r in records] == [("train", 3), ("eval", 3), ("eval", 3)]
 
 
-TRAIN_RESUME = ("trainer.eval_every=0", "trainer.checkpoint_every=1", "algo=rebn_ppo", "trainer.minibatches=2")
+# PPO: the critic (saved in each checkpoint) must come back too, or the resumed iteration's advantages differ
+TRAIN_RESUME = ("trainer.eval_every=0", "trainer.checkpoint_every=1", "algo=ppo", "trainer.minibatches=2")
 
 
 def test_resume_continues_like_an_uninterrupted_run(tmp_path, gem_registry):
@@ -94,7 +95,7 @@ def test_resume_continues_like_an_uninterrupted_run(tmp_path, gem_registry):
     for ra, rb in zip(a[1:], b[1:]):
         for key in ("return", "turns", "response_tokens", "format_errors", "prompt_tokens"):
             assert ra[key] == rb[key], (ra["iteration"], key)
-        for key in ("loss", "kl_sampler", "entropy", "grad_norm", "ratio_mean"):
+        for key in ("loss", "kl_sampler", "entropy", "grad_norm", "ratio_mean", "value_loss", "value_mean"):
             assert rb[key] == pytest.approx(ra[key], rel=1e-4, abs=1e-6), (ra["iteration"], key)
     from safetensors.torch import load_file
 
@@ -102,6 +103,9 @@ def test_resume_continues_like_an_uninterrupted_run(tmp_path, gem_registry):
     assert wa.keys() == wb.keys()
     for key in wa:
         assert torch.allclose(wa[key], wb[key], atol=1e-6), key
+    ca, cb = (torch.load(run / "checkpoints" / "iter_000003" / "critic.pt") for run in (whole, split))
+    assert ca.keys() == cb.keys() == {"head.weight", "head.bias"}
+    assert all(torch.allclose(ca[k], cb[k], atol=1e-6) for k in ca) and ca["head.weight"].abs().sum() > 0
 
 
 def test_turns_per_iter_collects_waves_until_enough_turns(tmp_path, gem_registry):
@@ -120,14 +124,21 @@ def test_wandb_asked_for_but_missing_says_how_to_install(tmp_path, gem_registry,
     assert not (tmp_path / "wandb").exists()  # it stopped before building anything
 
 
-@pytest.mark.parametrize("algo", ["grpo", "rebn_ppo"])
-def test_other_algorithms_run(tmp_path, gem_registry, algo):
+@pytest.mark.parametrize(("algo", "steps"), [("grpo", 2), ("rloo", 1), ("reinforce", 1), ("rebn_ppo", 4),
+                                             ("ppo", 2), ("ppo_separate", 2)])
+def test_other_algorithms_run(tmp_path, gem_registry, algo, steps):
     out = tmp_path / algo
-    train(smoke_config(out, f"algo={algo}", "trainer.sft.episodes=0", "trainer.iterations=1", "trainer.eval_every=0",
-                       "algo.group_size=2" if algo == "grpo" else "algo.tis_cap=null"))
+    extra = {"grpo": ["algo.group_size=2"], "rloo": ["algo.group_size=2"],
+             "ppo_separate": ["algo=ppo", "algo.critic=separate"]}.get(algo, [f"algo={algo}"])
+    train(smoke_config(out, "trainer.sft.episodes=0", "trainer.iterations=1", "trainer.eval_every=0",
+                       f"algo={algo}" if algo in ("grpo", "rloo") else "trainer.minibatches=1", *extra))
     [record] = read_metrics(out / "metrics.jsonl")
-    assert record["optimizer_steps"] >= 2  # grpo: 2 epochs, rebn_ppo: 4
+    assert record["optimizer_steps"] == steps
     assert record["ratio_mean"] > 0
+    if algo.startswith("ppo"):
+        # the critic starts at zero, so its first values and explained variance are exactly 0
+        assert record["value_mean"] == 0.0 and record["explained_variance"] == 0.0
+        assert record["value_loss"] > 0 and record["critic_grad_norm"] > 0
 
 
 @pytest.mark.vllm

@@ -1,7 +1,8 @@
 """Checkpoints: the model as a normal HF folder, the optimiser, and where the loop was.
 
 ``<output_dir>/checkpoints/iter_000010/`` holds ``config.json``, the weights, the
-tokenizer, ``optimizer.pt`` and ``trainer_state.json``; any HF tool loads the folder.
+tokenizer, ``optimizer.pt``, ``trainer_state.json`` and, for PPO, ``critic.pt``; any HF
+tool loads the folder.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import torch
 PREFIX = "iter_"
 
 def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenizer: Any, optimizer: Any | None,
-                    state: dict[str, Any]) -> Path:
-    """Write the checkpoint of ``iteration``; written to a temporary name first so a crash leaves none half-done."""
+                    state: dict[str, Any], critic: Any | None = None) -> Path:
+    """Write the checkpoint of ``iteration``; written to a temporary name first so a crash leaves none half-done.
+
+    PPO's ``critic`` (its head, and its backbone when it has its own) goes to ``critic.pt``.
+    """
     root = Path(output_dir) / "checkpoints"
     final = root / f"{PREFIX}{iteration:06d}"
     tmp = root / f".tmp_{PREFIX}{iteration:06d}"
@@ -26,6 +30,8 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     tokenizer.save_pretrained(tmp)
     if optimizer is not None:
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    if critic is not None:
+        torch.save(critic.state_dict(), tmp / "critic.pt")
     (tmp / "trainer_state.json").write_text(json.dumps({"iteration": iteration, **state}, indent=1))
     if final.exists():
         shutil.rmtree(final)
@@ -48,3 +54,10 @@ def load_optimizer(checkpoint: str | Path, optimizer: Any) -> None:
     path = Path(checkpoint) / "optimizer.pt"
     if path.exists():
         optimizer.load_state_dict(torch.load(path, weights_only=True))
+
+
+def load_critic(checkpoint: str | Path, critic: Any) -> None:
+    """Restore PPO's critic saved with the checkpoint (none is saved before RL starts: it starts afresh)."""
+    path = Path(checkpoint) / "critic.pt"
+    if path.exists():
+        critic.load_state_dict(torch.load(path, weights_only=True))

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ADVANTAGES = ("rebn", "grpo", "reinforce")
+from gem_train.algorithms.advantages import ESTIMATORS as ADVANTAGES
+from gem_train.algorithms.advantages import GROUPED
+
+CRITICS = ("shared", "separate")
 LOSSES = ("reinforce", "ppo_clip")
 LOSS_NORMS = ("constant", "length")
 ENGINES = ("hf", "vllm")
@@ -50,14 +53,28 @@ class EnvConfig:
 @dataclass
 class AlgoConfig:
     # advantage estimator: rebn (returns normalised over the batch's turns), grpo (episode return normalised
-    # within the group of episodes sharing a seed), reinforce (raw discounted returns)
+    # within the group of episodes sharing a seed), rloo (episode return less the mean of the group's others),
+    # reinforce (raw discounted returns), ppo (GAE over turns from a learned critic)
     name: str = "rebn"
     # discount between turns in the per-turn Monte-Carlo return G_t = sum_k gamma^k r_{t+k}
     gamma: float = 0.9
     # divide by the batch (rebn) or group (grpo) standard deviation, not only subtract the mean
     normalize_std: bool = True
-    # episodes per initial state; grpo needs at least 2
+    # episodes per initial state; grpo and rloo need at least 2
     group_size: int = 1
+    # ppo: GAE's lambda over turns (1: Monte-Carlo returns less the values; 0: one-step TD errors)
+    gae_lambda: float = 0.95
+    # ppo: where the critic lives: shared (a value head on the policy's backbone) or separate (its own backbone)
+    critic: str = "shared"
+    # ppo, critic=separate: a local HF causal-LM folder (same tokenizer) as the critic's backbone
+    # (None: a copy of the policy's weights when RL starts)
+    critic_path: str | None = None
+    # ppo: learning rate of the critic's parameters (None: trainer.lr)
+    critic_lr: float | None = None
+    # ppo: weight of the value loss (mean over turns) added to the policy loss
+    value_coef: float = 0.5
+    # ppo: a value may move at most this far from the batch's old value per update (None: plain squared error)
+    value_clip: float | None = 0.2
     # policy loss: reinforce (advantage-weighted log-likelihood) or ppo_clip (clipped ratio to the sampler)
     loss: str = "reinforce"
     # PPO clip range epsilon: the ratio is clipped to [1 - eps, 1 + eps]
@@ -257,8 +274,15 @@ def validate(cfg: TrainConfig) -> None:
     _check(a.name in ADVANTAGES, "algo.name", f"must be one of {', '.join(ADVANTAGES)}, got {a.name!r}")
     _check(0.0 <= a.gamma <= 1.0, "algo.gamma", f"a discount must lie in [0, 1], got {a.gamma}")
     _check(a.group_size >= 1, "algo.group_size", f"must be >= 1, got {a.group_size}")
-    _check(a.name != "grpo" or a.group_size >= 2, "algo.group_size",
-           f"grpo normalises within groups of episodes sharing a seed, so it needs >= 2, got {a.group_size}")
+    _check(a.name not in GROUPED or a.group_size >= 2, "algo.group_size",
+           f"{a.name} compares episodes within groups sharing a seed, so it needs >= 2, got {a.group_size}")
+    _check(0.0 <= a.gae_lambda <= 1.0, "algo.gae_lambda", f"must lie in [0, 1], got {a.gae_lambda}")
+    _check(a.critic in CRITICS, "algo.critic", f"must be one of {', '.join(CRITICS)}, got {a.critic!r}")
+    _check(a.critic_path is None or a.critic == "separate", "algo.critic_path",
+           "only a separate critic has a backbone of its own: set algo.critic=separate")
+    _check(a.critic_lr is None or a.critic_lr > 0, "algo.critic_lr", f"must be > 0, got {a.critic_lr}")
+    _check(a.value_coef > 0, "algo.value_coef", f"must be > 0, got {a.value_coef}")
+    _check(a.value_clip is None or a.value_clip > 0, "algo.value_clip", f"must be > 0 or null, got {a.value_clip}")
     _check(r.episodes_per_iter % a.group_size == 0, "rollout.episodes_per_iter",
            f"must be a multiple of algo.group_size={a.group_size}, got {r.episodes_per_iter}")
     _check(a.loss in LOSSES, "algo.loss", f"must be one of {', '.join(LOSSES)}, got {a.loss!r}")

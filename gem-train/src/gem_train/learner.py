@@ -17,24 +17,29 @@ from typing import Any
 import torch
 
 from gem_train.algorithms.losses import entropy, loss_normaliser, policy_loss_sum, token_logprobs
+from gem_train.algorithms.ppo import value_loss_sum
 from gem_train.config import AlgoConfig, TrainerConfig
+from gem_train.critic import ActorCritic, Critic
 from gem_train.rollout import TurnSample
 
 
 def pack(samples: Sequence[TurnSample], pad_id: int, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
     """Right-padded prompt+response sequences and the layout of their response tokens.
 
-    Returns ``input_ids``/``attention_mask`` (B, L) and, for the L-1 next-token
-    positions, ``targets``, ``mask`` (1 where the target is a response token) and the
-    sampler's ``old_logprobs`` (B, L-1).
+    Returns ``input_ids``/``attention_mask`` (B, L); for the L-1 next-token positions,
+    ``targets``, ``mask`` (1 where the target is a response token) and the sampler's
+    ``old_logprobs`` (B, L-1); and ``value_index`` (B,), the position of each prompt's last
+    token, where the critic reads the turn's state.
     """
     width = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
     ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
     attn = torch.zeros((len(samples), width), dtype=torch.long)
     mask = torch.zeros((len(samples), width - 1))
     old = torch.zeros((len(samples), width - 1))
+    value_index = torch.zeros(len(samples), dtype=torch.long)
     for i, s in enumerate(samples):
         p, r = len(s.prompt_ids), len(s.response_ids)
+        value_index[i] = p - 1
         ids[i, :p + r] = torch.tensor(s.prompt_ids + s.response_ids)
         attn[i, :p + r] = 1
         # position t predicts token t+1: response token j sits at p+j, predicted from p+j-1
@@ -47,11 +52,16 @@ def pack(samples: Sequence[TurnSample], pad_id: int, device: str | torch.device 
         "targets": ids[:, 1:].to(device),
         "mask": mask.to(device),
         "old_logprobs": old.to(device),
+        "value_index": value_index.to(device),
     }
 
 
 class Learner:
-    """Holds the trained model and its AdamW optimiser."""
+    """Holds the trained model, PPO's critic when there is one, and their AdamW optimiser.
+
+    The critic's parameters are a second parameter group (learning rate ``algo.critic_lr``)
+    whose gradient norm is clipped on its own.
+    """
 
     def __init__(
         self,
@@ -63,50 +73,86 @@ class Learner:
         pad_id: int,
         lr: float | None = None,
         seed: int = 0,
+        critic: Critic | None = None,
     ) -> None:
-        self.model, self.algo, self.trainer = model, algo, trainer
+        self.model, self.algo, self.trainer, self.critic = model, algo, trainer, critic
         self.temperature, self.norm_constant, self.pad_id = temperature, norm_constant, pad_id
         self.device = next(model.parameters()).device
-        self.optimizer = torch.optim.AdamW(
-            model.parameters(), lr=lr if lr is not None else trainer.lr, weight_decay=trainer.weight_decay,
-            betas=(trainer.adam_betas[0], trainer.adam_betas[1]),
-        )
+        # the module every forward pass goes through (a distributed learner wraps this one)
+        self.net: torch.nn.Module = ActorCritic(model, critic)
+        lr = lr if lr is not None else trainer.lr
+        groups = [{"params": list(model.parameters()), "lr": lr}]
+        if critic is not None:
+            groups.append({"params": list(critic.parameters()),
+                           "lr": algo.critic_lr if algo.critic_lr is not None else lr})
+        self.optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=trainer.weight_decay,
+                                           betas=(trainer.adam_betas[0], trainer.adam_betas[1]))
         self.generator = torch.Generator().manual_seed(seed)
 
-    def _forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Learner logprobs of the targets (B, L-1) and the entropy at each position (B, L-1)."""
-        logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
-        return token_logprobs(logits, batch["targets"], self.temperature), entropy(logits.detach(), self.temperature)
+    def _forward(self, batch: dict[str, torch.Tensor], values: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Learner logprobs of the targets (B, L-1), the entropy at each position (B, L-1) and, with
+        ``values``, the critic's value of each turn (B,)."""
+        logits, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if values else None)
+        logits = logits[:, :-1]
+        return (token_logprobs(logits, batch["targets"], self.temperature),
+                entropy(logits.detach(), self.temperature), v)
+
+    @torch.no_grad()
+    def values(self, samples: Sequence[TurnSample]) -> list[float]:
+        """The critic's value of each turn's prompt (PPO), in micro-batches without gradients."""
+        if self.critic is None:
+            raise ValueError("this learner has no critic (algo.name=ppo has one)")
+        out: list[float] = []
+        for start in range(0, len(samples), self.trainer.micro_batch_size):
+            batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
+            _, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"])
+            out += v.tolist()
+        return out
 
     def _minibatches(self, n: int) -> list[list[int]]:
         order = torch.randperm(n, generator=self.generator).tolist()
         size = math.ceil(n / self.trainer.minibatches)
         return [order[i:i + size] for i in range(0, n, size)]
 
-    def _step(self) -> float:
+    def _step(self) -> dict[str, float]:
+        """Clip the policy's (and separately the critic's) gradient norm, step, zero; returns the norms."""
         clip = self.trainer.max_grad_norm
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip if clip is not None else float("inf"))
+        limit = clip if clip is not None else float("inf")
+        norms = {"grad_norm": float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), limit))}
+        if self.critic is not None:
+            norms["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.critic.parameters(), limit))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(norm)
+        return norms
 
-    def update(self, samples: Sequence[TurnSample], advantages: Sequence[float], seed: int | None = None
+    def update(self, samples: Sequence[TurnSample], advantages: Sequence[float], seed: int | None = None,
+               old_values: Sequence[float] | None = None, value_targets: Sequence[float] | None = None,
                ) -> dict[str, float]:
         """``algo.epochs`` passes of policy-gradient steps over the turns that have a response.
 
         ``seed`` reseeds the minibatch shuffle, so an update depends on its iteration only and a
-        resumed run repeats an uninterrupted one.
+        resumed run repeats an uninterrupted one. With a critic, ``old_values`` (its values when
+        the advantages were computed) and ``value_targets`` (the GAE lambda-returns) train it in
+        the same steps: ``loss = policy + algo.value_coef * mean clipped value loss``.
         """
         if seed is not None:
             self.generator.manual_seed(seed)
         keep = [i for i, s in enumerate(samples) if s.response_ids]
         samples = [samples[i] for i in keep]
         adv_all = torch.tensor([float(advantages[i]) for i in keep])
+        critic = self.critic is not None
+        if critic:
+            if old_values is None or value_targets is None:
+                raise ValueError("a learner with a critic needs old_values and value_targets")
+            old_all = torch.tensor([float(old_values[i]) for i in keep])
+            target_all = torch.tensor([float(value_targets[i]) for i in keep])
         if not samples:
             return {}
-        self.model.train()
+        self.net.train()
         totals: dict[str, float] = {}
-        tokens_seen, steps = 0.0, 0
+        norms: dict[str, float] = {}
+        tokens_seen, turns_seen, steps = 0.0, 0, 0
         for _ in range(self.algo.epochs):
             for mb in self._minibatches(len(samples)):
                 num_tokens = sum(len(samples[i].response_ids) for i in mb)
@@ -114,23 +160,34 @@ class Learner:
                 for start in range(0, len(mb), self.trainer.micro_batch_size):
                     idx = mb[start:start + self.trainer.micro_batch_size]
                     batch = pack([samples[i] for i in idx], self.pad_id, self.device)
-                    logprobs, ent = self._forward(batch)
+                    logprobs, ent, values = self._forward(batch, values=critic)
                     loss_sum, stats = policy_loss_sum(
                         logprobs, batch["old_logprobs"], adv_all[idx].to(self.device), batch["mask"],
                         self.algo.loss, self.algo.clip_eps, self.algo.tis_cap,
                     )
-                    (loss_sum / norm).backward()
+                    loss = loss_sum / norm
+                    if values is not None:
+                        v_sum = value_loss_sum(values, old_all[idx].to(self.device), target_all[idx].to(self.device),
+                                               self.algo.value_clip)
+                        loss = loss + self.algo.value_coef * v_sum / len(mb)
+                        totals["value_loss"] = totals.get("value_loss", 0.0) + float(v_sum.detach())
+                        turns_seen += len(idx)
+                    loss.backward()
                     n = float(batch["mask"].sum())
                     stats["entropy"] = float((ent * batch["mask"]).sum()) / max(n, 1.0)
                     for key, value in stats.items():
                         totals[key] = totals.get(key, 0.0) + value * n
                     totals["loss"] = totals.get("loss", 0.0) + float(loss_sum.detach()) / norm
                     tokens_seen += n
-                totals["grad_norm"] = totals.get("grad_norm", 0.0) + self._step()
+                for key, value in self._step().items():
+                    norms[key] = norms.get(key, 0.0) + value
                 steps += 1
-        metrics = {k: v / max(tokens_seen, 1.0) for k, v in totals.items() if k not in ("loss", "grad_norm")}
+        per_step = ("loss", "value_loss")
+        metrics = {k: v / max(tokens_seen, 1.0) for k, v in totals.items() if k not in per_step}
         metrics["loss"] = totals["loss"] / steps
-        metrics["grad_norm"] = totals["grad_norm"] / steps
+        if critic:
+            metrics["value_loss"] = totals["value_loss"] / max(turns_seen, 1)  # per turn, before the coefficient
+        metrics.update({k: v / steps for k, v in norms.items()})
         metrics["optimizer_steps"] = float(steps)
         return metrics
 
@@ -141,11 +198,11 @@ class Learner:
         total = 0.0
         for start in range(0, len(samples), self.trainer.micro_batch_size):
             batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
-            logprobs, _ = self._forward(batch)
+            logprobs, _, _ = self._forward(batch)
             loss = -(logprobs * batch["mask"]).sum() / max(num_tokens, 1)
             loss.backward()
             total += float(loss.detach())
-        return {"sft_loss": total, "grad_norm": self._step()}
+        return {"sft_loss": total, **self._step()}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The model's weights, detached, for the engine."""

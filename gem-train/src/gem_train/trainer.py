@@ -22,8 +22,16 @@ from typing import Any
 import torch
 
 from gem_train.algorithms.advantages import turn_advantages
-from gem_train.checkpoint import latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
+from gem_train.algorithms.ppo import explained_variance, gae_turn_advantages
+from gem_train.checkpoint import (
+    latest_checkpoint,
+    load_critic,
+    load_optimizer,
+    load_trainer_state,
+    save_checkpoint,
+)
 from gem_train.config import TrainConfig, check_model_path, validate
+from gem_train.critic import make_critic
 from gem_train.curves import write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
@@ -144,11 +152,18 @@ class _Run:
                                                              r.max_tokens, seed),
                             self.cfg.model.max_model_len, self.templated, r.batch_wait_ms / 1000)
 
-    def learner(self, lr: float | None = None) -> Learner:
+    def learner(self, lr: float | None = None, rl: bool = True) -> Learner:
+        """The RL learner (with PPO's critic, restored from the checkpoint when resuming), or with ``rl=False``
+        the SFT stage's."""
         cfg = self.cfg
         constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
+        critic = None
+        if rl and cfg.algo.name == "ppo":
+            critic = make_critic(self.model, cfg.algo.critic, cfg.algo.critic_path)
+            if self.checkpoint is not None:
+                load_critic(self.checkpoint, critic)
         return Learner(self.model, cfg.algo, cfg.trainer, cfg.rollout.temperature, constant,
-                       self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed)
+                       self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed, critic=critic)
 
 
 def _sft(run: _Run) -> None:
@@ -161,7 +176,7 @@ def _sft(run: _Run) -> None:
         format_noise=sft.format_noise, templated=run.templated, max_model_len=cfg.model.max_model_len,
         max_turns=cfg.env.max_turns, seed=cfg.trainer.seed,
     )
-    learner = run.learner(lr=sft.lr)
+    learner = run.learner(lr=sft.lr, rl=False)
     rng = random.Random(cfg.trainer.seed)
     for epoch in range(sft.epochs):
         rng.shuffle(samples)
@@ -208,6 +223,38 @@ def _collect_iteration(run: _Run, engine: Engine, iteration: int
         episodes += collect(make_env, policy, seeds, groups, cfg.rollout.concurrency, cfg.env.max_turns)
         wave += 1
     return episodes, policy, steps
+
+
+def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode]
+                ) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
+    """The iteration's turns (cut to ``rollout.turns_per_iter``), the learner's inputs for them (advantages;
+    for PPO also the critic's values and the GAE targets) and metrics of the critic."""
+    a = cfg.algo
+    rewards = [ep.rewards for ep in episodes]
+    samples = [turn for ep in episodes for turn in ep.turns]
+    inputs: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    if a.name == "ppo":
+        flat_values = learner.values(samples)
+        values, i = [], 0
+        for ep in episodes:
+            values.append(flat_values[i:i + len(ep.turns)])
+            i += len(ep.turns)
+        advantages = turn_advantages(rewards, [ep.group for ep in episodes], "ppo", a.gamma, a.normalize_std,
+                                     values=values, lam=a.gae_lambda)
+        _, targets = gae_turn_advantages(rewards, values, a.gamma, a.gae_lambda)
+        inputs["old_values"] = flat_values
+        inputs["value_targets"] = [x for ep in targets for x in ep]
+        metrics["value_mean"] = sum(flat_values) / max(len(flat_values), 1)
+        metrics["explained_variance"] = explained_variance(torch.tensor(flat_values),
+                                                           torch.tensor(inputs["value_targets"]))
+    else:
+        advantages = turn_advantages(rewards, [ep.group for ep in episodes], a.name, a.gamma, a.normalize_std)
+    inputs["advantages"] = [x for ep in advantages for x in ep]
+    if cfg.rollout.turns_per_iter:
+        samples = samples[:cfg.rollout.turns_per_iter]
+        inputs = {k: v[:cfg.rollout.turns_per_iter] for k, v in inputs.items()}
+    return samples, inputs, metrics
 
 
 def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tuple[float, float]], rollout_s: float,
@@ -266,18 +313,13 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             t0 = time.perf_counter()
             episodes, policy, steps = _collect_iteration(run, engine, iteration)
             t1 = time.perf_counter()
-            advantages = turn_advantages([ep.rewards for ep in episodes], [ep.group for ep in episodes],
-                                         cfg.algo.name, cfg.algo.gamma, cfg.algo.normalize_std)
-            samples = [turn for ep in episodes for turn in ep.turns]
-            flat = [a for adv in advantages for a in adv]
-            if cfg.rollout.turns_per_iter:
-                samples, flat = samples[:cfg.rollout.turns_per_iter], flat[:cfg.rollout.turns_per_iter]
-            update = learner.update(samples, flat, seed=derive_seed(cfg.trainer.seed, iteration, 1))
+            samples, inputs, critic_metrics = _advantages(cfg, learner, episodes)
+            update = learner.update(samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **inputs)
             t2 = time.perf_counter()
             engine.load_weights(learner.state_dict())
             t3 = time.perf_counter()
             summary["last_train"] = run.log.write(
-                "train", iteration=iteration, **episode_metrics(episodes), **update,
+                "train", iteration=iteration, **episode_metrics(episodes), **update, **critic_metrics,
                 **_throughput(samples, policy, steps, t1 - t0, t2 - t1, cfg.algo.epochs),
                 turns_trained=float(len(samples)), rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2,
                 generate_calls=policy.generate_calls,
@@ -286,7 +328,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 summary["last_eval"] = _evaluate(run, engine, iteration)
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
                 save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer,
-                                {"sft_done": True, "env": cfg.env.id})
+                                {"sft_done": True, "env": cfg.env.id}, critic=learner.critic)
     finally:
         engine.close()
         run.log.close()
