@@ -120,6 +120,17 @@ def train(session: nox.Session) -> None:
 
 
 @nox.session
+def compare(session: nox.Session) -> None:
+    """The algorithm comparison: REINFORCE, GRPO, PPO and ReBN with the tiny model on four envs over three seeds;
+    writes runs/compare/compare.png and compare.md (the README's figure and table). Options pass through:
+    nox -s compare -- seeds=[0] jobs=1 'overrides=[trainer.iterations=4]'"""
+    session.install("torch==2.13.0")
+    session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
+                    "-e", f"{ROOT / 'gem-envs-math'}[reasoning-gym]", "-e", str(ROOT / "gem-train"))
+    session.run("python", "-m", "gem_train.compare", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over every package."""
     session.install("ruff")

@@ -139,3 +139,13 @@ def test_rebn_on_shards_with_reduced_moments_equals_the_whole_batch():
 
 def discounted_returns_all(episode):
     return discounted_returns(episode, 0.9)
+
+
+@pytest.mark.parametrize("module", ["advantages", "grpo", "ppo", "rebn", "reinforce"])
+def test_the_worked_examples_in_the_docstrings_hold(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"gem_train.algorithms.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

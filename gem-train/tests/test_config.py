@@ -48,7 +48,7 @@ def test_wrong_type_and_unknown_key_name_the_field():
     ("field", "value", "why"),
     [
         ("algo.gamma", 1.5, "discount"),
-        ("algo.name", "ppo2", "one of rebn, grpo, reinforce"),
+        ("algo.name", "ppo2", "one of rebn, grpo, rloo, reinforce, ppo"),
         ("algo.tis_cap", 0.5, "below 1"),
         ("rollout.temperature", 0.0, "temperature > 0"),
         ("model.max_model_len", 16, "rollout.max_tokens"),

@@ -6,10 +6,12 @@ and calls :func:`gem_train.trainer.train`::
     gem-train                                   # the default run: GuessTheNumber, tiny model, SFT then ReBN
     gem-train algo=grpo rollout=vllm trainer.iterations=50
     gem-train --cfg job                         # print the composed config
+    torchrun --nproc_per_node 2 -m gem_train    # data-parallel learners (README: Distributed learner)
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -43,15 +45,28 @@ def _app(cfg: DictConfig) -> None:
     train(train_cfg)
 
 
+def rank_overrides() -> list[str]:
+    """Hydra overrides of a torchrun rank other than 0: it leaves the run folder's ``hydra/`` and
+    ``gem-train.log`` to rank 0 and logs to stdout, so no two processes write one file.
+
+    >>> rank_overrides() if "RANK" not in os.environ else []
+    []
+    """
+    if os.environ.get("RANK", "0") == "0":
+        return []
+    return ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
+
+
 def main() -> None:
     """Console script ``gem-train``: Hydra parses ``sys.argv``."""
+    sys.argv = [*sys.argv, *rank_overrides()]
     _app()
 
 
 def run(argv: list[str]) -> int:
     """Run the app on ``argv`` (what follows ``gem train``); returns the exit status."""
     saved = sys.argv
-    sys.argv = ["gem-train", *argv]
+    sys.argv = ["gem-train", *argv, *rank_overrides()]
     try:
         _app()
     except SystemExit as exc:

@@ -23,6 +23,8 @@ CRITICS = ("shared", "separate")
 LOSSES = ("reinforce", "ppo_clip")
 LOSS_NORMS = ("constant", "length")
 ENGINES = ("hf", "vllm")
+DISTRIBUTED_ROLLOUTS = ("every_rank", "rank0")
+DISTRIBUTED_BACKENDS = ("auto", "gloo", "nccl")
 
 
 class ConfigError(ValueError):
@@ -45,8 +47,9 @@ class EnvConfig:
     eval_seed_start: int = 1_000_000
     # more env ids evaluated with the training env at every evaluation (same wrappers, eval seeds, max_turns)
     eval_ids: list[str] = field(default_factory=list)
-    # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env) or "module:factory"
-    # where factory(env) returns an object with reset() and act(observation) -> str
+    # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env), "answer" (writes the
+    # env's reference answer in \boxed{}: math envs) or "module:factory" where factory(env) returns an object with
+    # reset() and act(observation) -> str
     demonstrator: str = "solver"
 
 
@@ -174,6 +177,19 @@ class SFTConfig:
 
 
 @dataclass
+class DistributedConfig:
+    # under torchrun, where episodes are collected: every_rank (each rank runs an engine and plays its share of the
+    # iteration's episodes, whole groups each; ReBN and PPO statistics are all-reduced) or rank0 (rank 0 plays them
+    # all, computes the advantages and scatters the turns; the other ranks only learn; needs rollout.engine=hf)
+    rollout: str = "every_rank"
+    # process-group backend: auto (nccl when the learner is on cuda, else gloo), gloo or nccl
+    backend: str = "auto"
+    # longest wait in a collective before a rank gives up, in minutes (the others wait while rank 0 evaluates
+    # and, with rollout=rank0, while it collects)
+    timeout_minutes: float = 60.0
+
+
+@dataclass
 class TrainerConfig:
     # RL iterations (collect, update, sync)
     iterations: int = 30
@@ -213,6 +229,8 @@ class TrainerConfig:
     wandb_project: str = "gem-train"
     # supervised warm start on demonstrations before RL
     sft: SFTConfig = field(default_factory=SFTConfig)
+    # data-parallel learning under torchrun (ignored in a plain process)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
 
 @dataclass
@@ -341,3 +359,14 @@ def validate(cfg: TrainConfig) -> None:
     _check(0.0 <= t.sft.format_noise <= 1.0, "trainer.sft.format_noise",
            f"a probability must lie in [0, 1], got {t.sft.format_noise}")
     _check(t.sft.batch_size >= 1, "trainer.sft.batch_size", f"must be >= 1, got {t.sft.batch_size}")
+    d = t.distributed
+    _check(d.rollout in DISTRIBUTED_ROLLOUTS, "trainer.distributed.rollout",
+           f"must be one of {', '.join(DISTRIBUTED_ROLLOUTS)}, got {d.rollout!r}")
+    _check(d.rollout != "rank0" or r.engine != "vllm", "trainer.distributed.rollout",
+           "rank0 cannot drive rollout.engine=vllm: in-process vLLM joins the trainer's process group, so every rank "
+           "must build it; use every_rank (or rollout.engine=hf)")
+    _check(d.backend in DISTRIBUTED_BACKENDS, "trainer.distributed.backend",
+           f"must be one of {', '.join(DISTRIBUTED_BACKENDS)}, got {d.backend!r}")
+    _check(d.backend != "nccl" or t.device != "cpu", "trainer.distributed.backend",
+           "nccl moves GPU tensors only: a learner on trainer.device=cpu needs gloo (or auto)")
+    _check(d.timeout_minutes > 0, "trainer.distributed.timeout_minutes", f"must be > 0, got {d.timeout_minutes}")

@@ -15,8 +15,29 @@ from typing import Any
 from gem_train.rollout import TurnSample, encode_prompt
 
 
+class AnswerOracle:
+    """Answers ``\\boxed{<the env's reference answer>}``: a teacher for envs that keep their answer as
+    ``answer`` once reset (the math suite's envs). It reads the answer, so it is for warm starts only."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, observation: str) -> str:
+        answer = getattr(self.env.unwrapped, "answer", None)
+        if answer is None:
+            raise ValueError(f"env.demonstrator=answer needs an env that keeps its reference answer as `answer`; "
+                             f"{type(self.env.unwrapped).__name__} has none")
+        return f"\\boxed{{{answer}}}"
+
+
 def demonstrator_factory(spec: str) -> Callable[[Any], Any]:
-    """``"solver"`` (the games suite's ``solver_for``) or ``"module:factory"``; factory(env) -> demonstrator."""
+    """``"solver"`` (the games suite's ``solver_for``), ``"answer"`` (:class:`AnswerOracle`) or
+    ``"module:factory"``; factory(env) -> demonstrator."""
+    if spec == "answer":
+        return AnswerOracle
     if spec == "solver":
         try:
             from gem_envs_games.solvers import solver_for

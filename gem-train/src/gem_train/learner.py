@@ -4,18 +4,25 @@ Orchestration only; the maths is in :mod:`gem_train.algorithms`. Gradients accum
 over micro-batches, and the loss of every micro-batch is divided by the normaliser of
 the whole optimiser step, so micro-batching changes memory, not the update.
 
+Under ``torchrun`` each rank passes its share of the batch and the update equals the
+single-process update on all ranks' turns in rank order: the minibatches are drawn from
+the global indices, the normaliser counts the global minibatch, and DDP sums the ranks'
+gradients (see :meth:`Learner.update`).
+
 >>> learner = Learner(model, algo_cfg, trainer_cfg, temperature=1.0, norm_constant=32)   # doctest: +SKIP
 >>> metrics = learner.update(samples, advantages)                                        # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 
+from gem_train import distributed
 from gem_train.algorithms.losses import entropy, loss_normaliser, policy_loss_sum, token_logprobs
 from gem_train.algorithms.ppo import value_loss_sum
 from gem_train.config import AlgoConfig, TrainerConfig
@@ -78,8 +85,10 @@ class Learner:
         self.model, self.algo, self.trainer, self.critic = model, algo, trainer, critic
         self.temperature, self.norm_constant, self.pad_id = temperature, norm_constant, pad_id
         self.device = next(model.parameters()).device
-        # the module every forward pass goes through (a distributed learner wraps this one)
-        self.net: torch.nn.Module = ActorCritic(model, critic)
+        self.module = ActorCritic(model, critic)
+        # the module every training forward pass goes through: under torchrun, DDP around ``module``
+        self.net: torch.nn.Module = distributed.data_parallel(self.module)
+        self.parallel = self.net is not self.module
         lr = lr if lr is not None else trainer.lr
         groups = [{"params": list(model.parameters()), "lr": lr}]
         if critic is not None:
@@ -106,7 +115,8 @@ class Learner:
         out: list[float] = []
         for start in range(0, len(samples), self.trainer.micro_batch_size):
             batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
-            _, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"])
+            # the bare module: no gradients, nothing for DDP to do, and no collective that other ranks must join
+            _, v = self.module(batch["input_ids"], batch["attention_mask"], batch["value_index"])
             out += v.tolist()
         return out
 
@@ -114,6 +124,27 @@ class Learner:
         order = torch.randperm(n, generator=self.generator).tolist()
         size = math.ceil(n / self.trainer.minibatches)
         return [order[i:i + size] for i in range(0, n, size)]
+
+    def _micro_batches(self, items: list[int]) -> Iterator[list[int]]:
+        """``items`` in chunks of ``trainer.micro_batch_size``; every chunk but the last under DDP's ``no_sync``, so
+        the ranks' gradients are added once per optimiser step, in the last backward. A data-parallel rank with
+        no items gets one empty chunk: every rank must run that one synchronising backward."""
+        size = self.trainer.micro_batch_size
+        chunks = [items[i:i + size] for i in range(0, len(items), size)] or ([[]] if self.parallel else [])
+        unsynced = self.net.no_sync if self.parallel else contextlib.nullcontext
+        for k, chunk in enumerate(chunks):
+            with unsynced() if k < len(chunks) - 1 else contextlib.nullcontext():
+                yield chunk
+
+    def _join_backward(self, critic: bool) -> None:
+        """A backward of a zero loss that reaches every parameter, through DDP: the share of the all-reduce of
+        a rank that has no turns in this step."""
+        batch = pack([TurnSample([self.pad_id], [self.pad_id], [], "stop")], self.pad_id, self.device)
+        logits, values = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if critic else None)
+        zero = logits.sum() * 0.0
+        if values is not None:
+            zero = zero + values.sum() * 0.0
+        zero.backward()
 
     def _step(self) -> dict[str, float]:
         """Clip the policy's (and separately the critic's) gradient norm, step, zero; returns the norms."""
@@ -135,6 +166,14 @@ class Learner:
         resumed run repeats an uninterrupted one. With a critic, ``old_values`` (its values when
         the advantages were computed) and ``value_targets`` (the GAE lambda-returns) train it in
         the same steps: ``loss = policy + algo.value_coef * mean clipped value loss``.
+
+        Data-parallel, ``samples`` (and the lists beside it) are this rank's share and every rank
+        calls ``update`` together. The shuffle draws minibatches of global indices (all ranks' turns
+        in rank order, the same draws on every rank) and each rank trains on its members; the loss
+        normaliser and the value loss's turn count are the global minibatch's. DDP averages the
+        ranks' gradients, so each rank's loss is scaled by the world size: the step takes the
+        gradient of the global batch's loss, the one a single process would take, and clipping
+        sees the global gradient norm. The metrics are the global batch's too.
         """
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -147,18 +186,25 @@ class Learner:
                 raise ValueError("a learner with a critic needs old_values and value_targets")
             old_all = torch.tensor([float(old_values[i]) for i in keep])
             target_all = torch.tensor([float(value_targets[i]) for i in keep])
-        if not samples:
+        # response lengths of every rank's turns: the global batch's layout, known to every rank
+        shares = distributed.all_gather([len(s.response_ids) for s in samples])
+        lengths = [n for share in shares for n in share]
+        offset = sum(len(share) for share in shares[:distributed.rank()])
+        if not lengths:
             return {}
+        scale = float(distributed.world_size()) if self.parallel else 1.0
         self.net.train()
         totals: dict[str, float] = {}
         norms: dict[str, float] = {}
-        tokens_seen, turns_seen, steps = 0.0, 0, 0
+        steps = 0
         for _ in range(self.algo.epochs):
-            for mb in self._minibatches(len(samples)):
-                num_tokens = sum(len(samples[i].response_ids) for i in mb)
-                norm = loss_normaliser(self.algo.loss_norm, len(mb), num_tokens, self.norm_constant)
-                for start in range(0, len(mb), self.trainer.micro_batch_size):
-                    idx = mb[start:start + self.trainer.micro_batch_size]
+            for mb in self._minibatches(len(lengths)):
+                norm = loss_normaliser(self.algo.loss_norm, len(mb), sum(lengths[i] for i in mb), self.norm_constant)
+                mine = [i - offset for i in mb if offset <= i < offset + len(samples)]
+                for idx in self._micro_batches(mine):
+                    if not idx:
+                        self._join_backward(critic)
+                        continue
                     batch = pack([samples[i] for i in idx], self.pad_id, self.device)
                     logprobs, ent, values = self._forward(batch, values=critic)
                     loss_sum, stats = policy_loss_sum(
@@ -171,17 +217,20 @@ class Learner:
                                                self.algo.value_clip)
                         loss = loss + self.algo.value_coef * v_sum / len(mb)
                         totals["value_loss"] = totals.get("value_loss", 0.0) + float(v_sum.detach())
-                        turns_seen += len(idx)
-                    loss.backward()
+                        totals["turns_seen"] = totals.get("turns_seen", 0.0) + len(idx)
+                    (loss * scale).backward()
                     n = float(batch["mask"].sum())
                     stats["entropy"] = float((ent * batch["mask"]).sum()) / max(n, 1.0)
                     for key, value in stats.items():
                         totals[key] = totals.get(key, 0.0) + value * n
                     totals["loss"] = totals.get("loss", 0.0) + float(loss_sum.detach()) / norm
-                    tokens_seen += n
+                    totals["tokens_seen"] = totals.get("tokens_seen", 0.0) + n
                 for key, value in self._step().items():
                     norms[key] = norms.get(key, 0.0) + value
                 steps += 1
+        totals = distributed.all_sum(totals)
+        tokens_seen = totals.pop("tokens_seen")
+        turns_seen = totals.pop("turns_seen", 0.0)
         per_step = ("loss", "value_loss")
         metrics = {k: v / max(tokens_seen, 1.0) for k, v in totals.items() if k not in per_step}
         metrics["loss"] = totals["loss"] / steps
@@ -192,17 +241,24 @@ class Learner:
         return metrics
 
     def supervised_update(self, samples: Sequence[TurnSample]) -> dict[str, float]:
-        """One optimiser step of token-mean negative log-likelihood on the responses (the SFT stage)."""
-        self.model.train()
-        num_tokens = sum(len(s.response_ids) for s in samples)
+        """One optimiser step of token-mean negative log-likelihood on the responses (the SFT stage).
+
+        Data-parallel, ``samples`` is this rank's share of the step's turns; the mean is over all ranks' tokens.
+        """
+        self.net.train()
+        num_tokens = sum(sum(share) for share in distributed.all_gather([len(s.response_ids) for s in samples]))
+        scale = float(distributed.world_size()) if self.parallel else 1.0
         total = 0.0
-        for start in range(0, len(samples), self.trainer.micro_batch_size):
-            batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
+        for chunk in self._micro_batches(list(range(len(samples)))):
+            if not chunk:
+                self._join_backward(critic=False)
+                continue
+            batch = pack([samples[i] for i in chunk], self.pad_id, self.device)
             logprobs, _, _ = self._forward(batch)
             loss = -(logprobs * batch["mask"]).sum() / max(num_tokens, 1)
-            loss.backward()
+            (loss * scale).backward()
             total += float(loss.detach())
-        return {"sft_loss": total, **self._step()}
+        return {"sft_loss": distributed.all_sum({"sft_loss": total})["sft_loss"], **self._step()}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The model's weights, detached, for the engine."""

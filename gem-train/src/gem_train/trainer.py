@@ -8,6 +8,10 @@ only builds that config. Tests call it directly with a shrunken config.
 >>> cfg.trainer.iterations = 2
 >>> summary = train(cfg)            # doctest: +SKIP
 >>> summary["final_eval_return"]    # doctest: +SKIP
+
+Under ``torchrun`` every rank runs :func:`train`: each learns from its share of the batch
+(:mod:`gem_train.distributed`), ``trainer.distributed.rollout`` says who collects the
+episodes, and rank 0 alone writes metrics and checkpoints and evaluates.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 
 import torch
 
+from gem.runner import EpisodeContext
+from gem_train import distributed
 from gem_train.algorithms.advantages import turn_advantages
 from gem_train.algorithms.ppo import explained_variance, gae_turn_advantages
 from gem_train.checkpoint import (
@@ -75,21 +81,34 @@ def env_factories(cfg: TrainConfig, env_id: str | None = None
     return make_base_env, wrapped
 
 
-def episode_metrics(episodes: list[Episode], prefix: str = "") -> dict[str, float]:
-    """Return, success rate, turns and token counts of a batch of episodes."""
+# episode_metrics' means per turn; the others are per episode
+PER_TURN = ("response_tokens", "prompt_tokens", "cut_responses", "prompts_too_long")
+
+
+def episode_metrics(episodes: list[Episode], prefix: str = "",
+                    reduce: Callable[[dict[str, float]], dict[str, float]] | None = None) -> dict[str, float]:
+    """Return, success rate, turns and token counts of a batch of episodes.
+
+    ``reduce`` turns this batch's sums into the global batch's when the batch is one rank's share
+    (:func:`gem_train.distributed.all_sum`).
+    """
     turns = [t for ep in episodes for t in ep.turns]
-    n, nt = max(len(episodes), 1), max(len(turns), 1)
-    return {
-        f"{prefix}episodes": float(len(episodes)),
-        f"{prefix}return": sum(ep.total_return for ep in episodes) / n,
-        f"{prefix}success": sum(ep.success for ep in episodes) / n,
-        f"{prefix}format_errors": sum(ep.format_error for ep in episodes) / n,
-        f"{prefix}turns": len(turns) / n,
-        f"{prefix}response_tokens": sum(len(t.response_ids) for t in turns) / nt,
-        f"{prefix}prompt_tokens": sum(len(t.prompt_ids) for t in turns) / nt,
-        f"{prefix}cut_responses": sum(t.finish_reason == "length" for t in turns) / nt,
-        f"{prefix}prompts_too_long": sum(t.finish_reason == PROMPT_TOO_LONG for t in turns) / nt,
+    sums = {
+        "episodes": float(len(episodes)),
+        "return": sum(ep.total_return for ep in episodes),
+        "success": float(sum(ep.success for ep in episodes)),
+        "format_errors": float(sum(ep.format_error for ep in episodes)),
+        "turns": float(len(turns)),
+        "response_tokens": float(sum(len(t.response_ids) for t in turns)),
+        "prompt_tokens": float(sum(len(t.prompt_ids) for t in turns)),
+        "cut_responses": float(sum(t.finish_reason == "length" for t in turns)),
+        "prompts_too_long": float(sum(t.finish_reason == PROMPT_TOO_LONG for t in turns)),
     }
+    if reduce is not None:
+        sums = reduce(sums)
+    n, nt = max(sums["episodes"], 1.0), max(sums["turns"], 1.0)
+    return {f"{prefix}{key}": value if key == "episodes" else value / (nt if key in PER_TURN else n)
+            for key, value in sums.items()}
 
 
 def train_seeds(iteration: int, cfg: TrainConfig, wave: int = 0) -> tuple[list[int], list[int]]:
@@ -103,6 +122,16 @@ def train_seeds(iteration: int, cfg: TrainConfig, wave: int = 0) -> tuple[list[i
     return seeds, [wave * groups + g for g in range(groups) for _ in range(cfg.algo.group_size)]
 
 
+class _Unlogged:
+    """The metrics log of the ranks other than 0: a record is returned, not written."""
+
+    def write(self, kind: str, **record: Any) -> dict[str, Any]:
+        return {"kind": kind, **record}
+
+    def close(self) -> None:
+        """Nothing was opened."""
+
+
 class _Run:
     """The objects of one run, built from the config."""
 
@@ -110,21 +139,22 @@ class _Run:
         self.cfg = cfg
         self.out = Path(cfg.experiment.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.device = resolve_device(cfg.trainer.device)
+        self.device = distributed.local_device(resolve_device(cfg.trainer.device))
         self.make_base_env, wrapped = env_factories(cfg)
-        init_path = cfg.model.path if cfg.model.name == "hf" else str(build_tiny_model(
+        # rank 0 builds the tiny model; the other ranks then find it built (the build is deterministic)
+        init_path = cfg.model.path if cfg.model.name == "hf" else str(distributed.main_first(lambda: build_tiny_model(
             self.out / "model_init", self.make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
-        ))
+        )))
         self.checkpoint = latest_checkpoint(self.out) if cfg.trainer.resume else None
         self.state: dict[str, Any] = load_trainer_state(self.checkpoint) if self.checkpoint else {}
         t = cfg.trainer
-        self.log = MetricsLog(
+        self.log: MetricsLog | _Unlogged = MetricsLog(
             self.out / "metrics.jsonl", console=cfg.experiment.console,
             keep_until=int(self.state["iteration"]) if self.checkpoint else None,
             tensorboard_dir=self.out / "tensorboard" if t.tensorboard else None,
             wandb_run=open_wandb(t.wandb_project, cfg.experiment.name, self.out, dataclasses.asdict(cfg))
             if t.wandb else None,
-        )
+        ) if distributed.is_main() else _Unlogged()
         load_from = str(self.checkpoint) if self.checkpoint else init_path
         self.model, self.tokenizer = load_policy(load_from, cfg.model.dtype, self.device)
         self.make_env = wrapped(self.tokenizer)
@@ -178,10 +208,15 @@ def _sft(run: _Run) -> None:
     )
     learner = run.learner(lr=sft.lr, rl=False)
     rng = random.Random(cfg.trainer.seed)
+    rank, world = distributed.rank(), distributed.world_size()
     for epoch in range(sft.epochs):
+        # every rank builds the same demonstrations and shuffles them alike, then learns from its share of a batch
         rng.shuffle(samples)
-        losses = [learner.supervised_update(samples[i:i + sft.batch_size])["sft_loss"]
-                  for i in range(0, len(samples), sft.batch_size)]
+        losses = []
+        for i in range(0, len(samples), sft.batch_size):
+            batch = samples[i:i + sft.batch_size]
+            first, last = distributed.shard_range(len(batch), rank, world)
+            losses.append(learner.supervised_update(batch[first:last])["sft_loss"])
         run.log.write("sft", epoch=epoch + 1, sft_loss=sum(losses) / max(len(losses), 1), turns=float(len(samples)),
                       **stats, seconds=time.perf_counter() - start)
 
@@ -201,35 +236,72 @@ def _evaluate(run: _Run, engine: Engine, iteration: int) -> dict[str, float]:
     return results[cfg.env.id]
 
 
-def _collect_iteration(run: _Run, engine: Engine, iteration: int
-                       ) -> tuple[list[Episode], EnginePolicy, list[tuple[float, float]]]:
+class _OffsetPolicy:
+    """A rank's view of the policy: episode ``i`` of its share is episode ``offset + i`` of the whole batch, so
+    each request is seeded (by episode index and turn) as in a single process, and no two ranks share draws."""
+
+    def __init__(self, policy: EnginePolicy, offset: int) -> None:
+        self.policy, self.offset = policy, offset
+
+    async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, TurnSample]]:
+        if context is not None:
+            context = dataclasses.replace(context, index=context.index + self.offset)
+        return await self.policy.act(observation, context)
+
+
+def _collect_iteration(run: _Run, engine: Engine, iteration: int, share: tuple[int, int] = (0, 1)
+                       ) -> tuple[list[Episode], EnginePolicy, list[tuple[float, float]], int | None]:
     """One iteration's episodes: one batch of ``rollout.episodes_per_iter``, or waves of it until
-    ``rollout.turns_per_iter`` turns are in. Also returns the policy and the intervals of the env steps."""
+    ``rollout.turns_per_iter`` turns are in. Also returns the policy, the intervals of the env steps and how many
+    of the turns to train on (the first ``rollout.turns_per_iter`` in episode order; None: all).
+
+    ``share = (rank, world)``: this rank plays its contiguous share of each wave's groups, and the ranks count
+    their turns together, so the waves, and the turns kept, are those of a single process playing them all.
+    """
     cfg = run.cfg
+    rank, world = share
     # per (run seed, iteration); the policy derives each request's seed from it and (episode, turn)
     policy = run.policy(engine, cfg.rollout.temperature, derive_seed(cfg.trainer.seed, iteration))
     episodes: list[Episode] = []
     steps: list[tuple[float, float]] = []
+    counts: list[list[int]] = []  # turns of each wave on each rank
 
     def make_env() -> Any:
         return StepClock(run.make_env(), steps)
 
     wave = 0
-    while wave == 0 or sum(len(ep.turns) for ep in episodes) < (cfg.rollout.turns_per_iter or 0):
+    while wave == 0 or sum(map(sum, counts)) < (cfg.rollout.turns_per_iter or 0):
         seeds, groups = train_seeds(iteration, cfg, wave)
         if wave > 0:
             # the runner numbers each wave's episodes from 0 again: a fresh seed keeps their draws apart
             policy.sampling = dataclasses.replace(policy.sampling, seed=derive_seed(cfg.trainer.seed, iteration, wave))
-        episodes += collect(make_env, policy, seeds, groups, cfg.rollout.concurrency, cfg.env.max_turns)
+        size = cfg.algo.group_size  # whole groups per rank: GRPO and RLOO need no statistics from other ranks
+        first, last = (size * g for g in distributed.shard_range(len(seeds) // size, rank, world))
+        offset = _OffsetPolicy(policy, first)  # the runner needs only act()
+        played = collect(make_env, offset, seeds[first:last], groups[first:last],  # type: ignore[arg-type]
+                         cfg.rollout.concurrency, cfg.env.max_turns)
+        episodes += played
+        turns = sum(len(ep.turns) for ep in played)
+        counts.append(distributed.all_gather(turns) if world > 1 else [turns])
         wave += 1
-    return episodes, policy, steps
+    if not cfg.rollout.turns_per_iter:
+        return episodes, policy, steps, None
+    # every wave but the last is kept whole (fewer turns than asked for made another wave necessary)
+    before = sum(map(sum, counts[:-1])) + sum(counts[-1][:rank])
+    keep = sum(c[rank] for c in counts[:-1]) + min(max(cfg.rollout.turns_per_iter - before, 0), counts[-1][rank])
+    return episodes, policy, steps, keep
 
 
-def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode]
-                ) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
-    """The iteration's turns (cut to ``rollout.turns_per_iter``), the learner's inputs for them (advantages;
-    for PPO also the critic's values and the GAE targets) and metrics of the critic."""
+def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode], keep: int | None = None,
+                sharded: bool = False) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
+    """The iteration's turns (the first ``keep``), the learner's inputs for them (advantages; for PPO also the
+    critic's values and the GAE targets) and metrics of the critic.
+
+    ``sharded``: the episodes are this rank's share; ReBN's and PPO's batch statistics and the critic's
+    metrics are the global batch's (group estimators need none: a rank plays whole groups).
+    """
     a = cfg.algo
+    reduce = distributed.all_reduce_moments if sharded else None
     rewards = [ep.rewards for ep in episodes]
     samples = [turn for ep in episodes for turn in ep.turns]
     inputs: dict[str, Any] = {}
@@ -241,31 +313,56 @@ def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode]
             values.append(flat_values[i:i + len(ep.turns)])
             i += len(ep.turns)
         advantages = turn_advantages(rewards, [ep.group for ep in episodes], "ppo", a.gamma, a.normalize_std,
-                                     values=values, lam=a.gae_lambda)
+                                     values=values, lam=a.gae_lambda, reduce=reduce)
         _, targets = gae_turn_advantages(rewards, values, a.gamma, a.gae_lambda)
         inputs["old_values"] = flat_values
         inputs["value_targets"] = [x for ep in targets for x in ep]
-        metrics["value_mean"] = sum(flat_values) / max(len(flat_values), 1)
-        metrics["explained_variance"] = explained_variance(torch.tensor(flat_values),
-                                                           torch.tensor(inputs["value_targets"]))
+        all_values, all_targets = flat_values, inputs["value_targets"]
+        if sharded:
+            all_values = [v for share in distributed.all_gather(flat_values) for v in share]
+            all_targets = [v for share in distributed.all_gather(all_targets) for v in share]
+        metrics["value_mean"] = sum(all_values) / max(len(all_values), 1)
+        metrics["explained_variance"] = explained_variance(torch.tensor(all_values), torch.tensor(all_targets))
     else:
-        advantages = turn_advantages(rewards, [ep.group for ep in episodes], a.name, a.gamma, a.normalize_std)
+        advantages = turn_advantages(rewards, [ep.group for ep in episodes], a.name, a.gamma, a.normalize_std,
+                                     reduce=reduce)
     inputs["advantages"] = [x for ep in advantages for x in ep]
-    if cfg.rollout.turns_per_iter:
-        samples = samples[:cfg.rollout.turns_per_iter]
-        inputs = {k: v[:cfg.rollout.turns_per_iter] for k, v in inputs.items()}
+    if keep is not None:
+        samples = samples[:keep]
+        inputs = {k: v[:keep] for k, v in inputs.items()}
     return samples, inputs, metrics
 
 
+def _scatter_turns(samples: list[TurnSample] | None, inputs: dict[str, Any] | None
+                   ) -> tuple[list[TurnSample], dict[str, Any]]:
+    """Rank 0's turns and learner inputs, cut into one contiguous share per rank; returns this rank's share
+    (the other ranks pass None)."""
+    shares = None
+    if samples is not None and inputs is not None:
+        world = distributed.world_size()
+        shares = []
+        for r in range(world):
+            first, last = distributed.shard_range(len(samples), r, world)
+            shares.append((samples[first:last], {k: v[first:last] for k, v in inputs.items()}))
+    return distributed.scatter(shares)
+
+
 def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tuple[float, float]], rollout_s: float,
-                update_s: float, epochs: int) -> dict[str, float]:
+                update_s: float, epochs: int, sharded: bool = False) -> dict[str, float]:
     """Tokens/s of rollout and training, and where the rollout's time went: generating, waiting on env steps
-    (wall time in which some env steps and no generation ran), and the rest."""
+    (wall time in which some env steps and no generation ran), and the rest.
+
+    ``sharded``: the tokens are counted over all ranks (each rank's share of the batch); the times are this
+    rank's.
+    """
     env_s = union_seconds(steps, minus=policy.generate_intervals)
-    trained = sum(len(s.prompt_ids) + len(s.response_ids) for s in samples if s.response_ids) * epochs
+    tokens = {"generated": float(policy.generated_tokens),
+              "trained": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples if s.response_ids))}
+    if sharded:
+        tokens = distributed.all_sum(tokens)
     return {
-        "rollout_tok_s": policy.generated_tokens / max(rollout_s, 1e-9),
-        "train_tok_s": trained / max(update_s, 1e-9),
+        "rollout_tok_s": tokens["generated"] / max(rollout_s, 1e-9),
+        "train_tok_s": tokens["trained"] * epochs / max(update_s, 1e-9),
         "time_generate_s": policy.generate_seconds,
         "time_env_s": env_s,
         # templating, tokenising, the batcher's waits, the runner's bookkeeping
@@ -277,7 +374,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run the configured training; returns a summary (first and last evaluation, output folder).
 
     Writes ``<experiment.output_dir>/metrics.jsonl`` and checkpoints; with
-    ``trainer.resume`` a run folder that holds a checkpoint continues from it.
+    ``trainer.resume`` a run folder that holds a checkpoint continues from it. Under torchrun
+    every rank calls it (``torchrun --nproc_per_node 2 -m gem_train`` does) and joins the
+    process group here; only rank 0's summary holds evaluations and curves.
     """
     validate(cfg)
     check_model_path(cfg)
@@ -286,55 +385,87 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.trainer.threads and cfg.rollout.engine == "hf":
         # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
         torch.set_num_threads(cfg.trainer.threads)
+    d = cfg.trainer.distributed
+    joined = distributed.init(resolve_device(cfg.trainer.device), d.backend, d.timeout_minutes)
+    try:
+        return _train(cfg)
+    finally:
+        if joined:
+            distributed.shutdown()
+
+
+def _train(cfg: TrainConfig) -> dict[str, Any]:
     torch.manual_seed(cfg.trainer.seed)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     run = _Run(cfg)
     t = cfg.trainer
+    main = distributed.is_main()
+    # rollout=rank0: rank 0 collects and scatters the turns; every_rank: each rank plays and keeps its share
+    scatter = distributed.active() and t.distributed.rollout == "rank0"
+    sharded = distributed.active() and not scatter
+    collects = main or not scatter
+    share = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
     start_iteration = int(run.state.get("iteration", 0))
     if t.sft.episodes > 0 and not run.state.get("sft_done", False):
         _sft(run)
-        # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
-        save_checkpoint(run.out, 0, run.model, run.tokenizer, None, {"sft_done": True, "env": cfg.env.id})
-    engine = run.engine()
+        if main:
+            # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
+            save_checkpoint(run.out, 0, run.model, run.tokenizer, None, {"sft_done": True, "env": cfg.env.id})
+    engine = run.engine() if collects else None
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:
-        if run.checkpoint is None and t.sft.episodes > 0:
+        if engine is not None and run.checkpoint is None and t.sft.episodes > 0:
             engine.load_weights(run.model.state_dict())  # the engine started from the pre-SFT folder
         learner = run.learner()
         if run.checkpoint is not None:
             load_optimizer(run.checkpoint, learner.optimizer)
-        logged = read_metrics(run.log.path)
-        if t.eval_every > 0 and not any(r["kind"] == "eval" and r.get("iteration") == start_iteration for r in logged):
+        logged = read_metrics(run.out / "metrics.jsonl") if main else []
+        if main and t.eval_every > 0 and not any(r["kind"] == "eval" and r.get("iteration") == start_iteration
+                                                 for r in logged):
             # a resumed run whose checkpoint iteration was evaluated already does not log that evaluation twice
             summary["first_eval"] = _evaluate(run, engine, start_iteration)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
-            episodes, policy, steps = _collect_iteration(run, engine, iteration)
-            t1 = time.perf_counter()
-            samples, inputs, critic_metrics = _advantages(cfg, learner, episodes)
-            update = learner.update(samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **inputs)
+            samples: list[TurnSample] | None = None
+            inputs: dict[str, Any] | None = None
+            if collects:
+                episodes, policy, steps, keep = _collect_iteration(run, engine, iteration, share)
+                t1 = time.perf_counter()
+                samples, inputs, critic_metrics = _advantages(cfg, learner, episodes, keep, sharded)
+            mine, my_inputs = _scatter_turns(samples, inputs) if scatter else (samples, inputs)
+            update = learner.update(mine, seed=derive_seed(cfg.trainer.seed, iteration, 1), **my_inputs)
             t2 = time.perf_counter()
-            engine.load_weights(learner.state_dict())
+            if engine is not None:
+                engine.load_weights(learner.state_dict())
             t3 = time.perf_counter()
-            summary["last_train"] = run.log.write(
-                "train", iteration=iteration, **episode_metrics(episodes), **update, **critic_metrics,
-                **_throughput(samples, policy, steps, t1 - t0, t2 - t1, cfg.algo.epochs),
-                turns_trained=float(len(samples)), rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2,
-                generate_calls=policy.generate_calls,
-            )
-            if t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
+            if collects:
+                # with sharded rollouts the ranks add up their counts: the record describes the global batch
+                counts = {"turns_trained": float(len(samples))}
+                summary["last_train"] = run.log.write(
+                    "train", iteration=iteration,
+                    **episode_metrics(episodes, reduce=distributed.all_sum if sharded else None),
+                    **update, **critic_metrics,
+                    **_throughput(samples, policy, steps, t1 - t0, t2 - t1, cfg.algo.epochs, sharded),
+                    **(distributed.all_sum(counts) if sharded else counts),
+                    rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2, generate_calls=policy.generate_calls,
+                )
+            if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)
-            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+            if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
                 save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer,
                                 {"sft_done": True, "env": cfg.env.id}, critic=learner.critic)
     finally:
-        engine.close()
+        if engine is not None:
+            engine.close()
         run.log.close()
-    records = read_metrics(run.out / "metrics.jsonl")
-    summary["curves"] = write_curves(records, run.out)
-    if cfg.experiment.console:
-        print(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}",
-              flush=True)
+    if main:
+        records = read_metrics(run.out / "metrics.jsonl")
+        summary["curves"] = write_curves(records, run.out)
+        if cfg.experiment.console:
+            print(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}",
+                  flush=True)
+    # every rank returns once rank 0 has finished the run folder
+    distributed.barrier()
     return summary

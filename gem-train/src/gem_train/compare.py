@@ -1,0 +1,311 @@
+"""The algorithm comparison: every algorithm on every env over several seeds, one figure and one table.
+
+Each env is a gem-train experiment preset (``conf/experiment/compare_*.yaml``), each
+algorithm an ``algo`` preset. For every (env, seed) one SFT warm start is trained first
+and every algorithm starts from that same checkpoint, so the algorithms differ only in
+what they do with their own episodes. Runs are separate ``gem-train`` processes,
+``jobs`` at a time; a finished run is not run again (a stopped comparison picks up where
+it was), so the command can be repeated to redraw the figure::
+
+    python -m gem_train.compare                                  # the README's grid (nox -s compare)
+    python -m gem_train.compare seeds=[0] jobs=1 'overrides=[trainer.iterations=4]'
+    python -m gem_train.compare experiments=[compare_sudoku] algos=[ppo,rebn]
+
+Writes ``<out>/compare.png`` (held-out return against iteration, mean over seeds with
+a band of one standard deviation), ``<out>/compare.md`` (the table) and
+``<out>/compare.json`` (every number behind both).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gem_train.metrics_log import read_metrics
+
+ALGO_LABELS = {"reinforce": "REINFORCE", "grpo": "GRPO", "ppo": "PPO", "rebn": "ReBN", "rloo": "RLOO",
+               "rebn_ppo": "ReBN+PPO-clip"}
+
+
+@dataclass
+class CompareConfig:
+    # gem-train experiment presets, one per env (gem_train/conf/experiment/<name>.yaml)
+    experiments: list[str] = field(default_factory=lambda: [
+        "compare_letter_counting", "compare_guess_the_number", "compare_sudoku", "compare_minesweeper"])
+    # algo presets (gem_train/conf/algo/<name>.yaml)
+    algos: list[str] = field(default_factory=lambda: ["reinforce", "grpo", "ppo", "rebn"])
+    # trainer.seed of each repetition (a different tiny model, SFT data and episode seeds)
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # gem-train processes at once (each uses one torch thread)
+    jobs: int = 2
+    # folder of the runs, the figure and the table
+    out: str = "runs/compare"
+    # gem-train overrides added to every run, e.g. [trainer.iterations=4]
+    overrides: list[str] = field(default_factory=list)
+    # also write the figure here (the README's copy), e.g. docs/compare.png
+    figure_copy: str | None = None
+
+
+@dataclass
+class Job:
+    """One gem-train process: an SFT warm start (``algo`` None) or an RL run from it."""
+
+    experiment: str
+    algo: str | None
+    seed: int
+    out: Path
+    args: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.experiment}/{self.algo or 'sft'}/seed{self.seed}"
+
+
+def last_wins(args: Sequence[str]) -> list[str]:
+    """Hydra overrides with one value per key, the last one given (Hydra refuses a key set twice).
+
+    >>> last_wins(["a=1", "b=2", "a=3"])
+    ['b=2', 'a=3']
+    """
+    keys = [a.partition("=")[0] for a in args]
+    return [a for i, a in enumerate(args) if keys[i] not in keys[i + 1:]]
+
+
+def sft_dir(cfg: CompareConfig, experiment: str, seed: int) -> Path:
+    return Path(cfg.out) / experiment / "sft" / f"seed{seed}"
+
+
+def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
+    """The SFT warm starts and the RL runs of the grid."""
+    warm, runs = [], []
+    for experiment in cfg.experiments:
+        for seed in cfg.seeds:
+            base = [f"experiment={experiment}", f"trainer.seed={seed}", "experiment.console=false",
+                    "trainer.tensorboard=false", *cfg.overrides]
+            sft = sft_dir(cfg, experiment, seed)
+            warm.append(Job(experiment, None, seed, sft, last_wins([
+                *base, "trainer.iterations=0", "trainer.eval_every=0", f"experiment.output_dir={sft}"])))
+            start = sft / "checkpoints" / "iter_000000"
+            for algo in cfg.algos:
+                out = Path(cfg.out) / experiment / algo / f"seed{seed}"
+                runs.append(Job(experiment, algo, seed, out, last_wins([
+                    *base, f"algo={algo}", "model.name=hf", f"model.path={start}", "trainer.sft.episodes=0",
+                    f"experiment.output_dir={out}", f"experiment.name={experiment}-{algo}-seed{seed}"])))
+    return warm, runs
+
+
+def finished(job: Job) -> bool:
+    """An SFT job is done when its checkpoint exists; an RL run when it ended with these very arguments
+    (a run with other overrides, e.g. more iterations, is run again)."""
+    if job.algo is None:
+        return (job.out / "checkpoints" / "iter_000000" / "trainer_state.json").exists()
+    done = job.out / "done.json"
+    return done.exists() and json.loads(done.read_text()).get("args") == job.args
+
+
+def run_job(job: Job) -> tuple[Job, int, float]:
+    """Run one gem-train process; its output goes to ``<out>/gem-train.log``."""
+    job.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    with open(job.out / "gem-train.log", "w") as log:
+        code = subprocess.call([sys.executable, "-m", "gem_train", *job.args, "trainer.threads=1"],
+                               stdout=log, stderr=subprocess.STDOUT, env=env)
+    seconds = time.perf_counter() - start
+    if code == 0 and job.algo is not None:
+        (job.out / "done.json").write_text(json.dumps({"seconds": seconds, "args": job.args}))
+    return job, code, seconds
+
+
+def run_all(jobs: Sequence[Job], workers: int) -> list[Job]:
+    """Run the jobs not yet finished, ``workers`` at a time; returns the ones that failed."""
+    todo = [j for j in jobs if not finished(j)]
+    failed = []
+    if not todo:
+        return failed
+    print(f"{len(todo)} runs to do ({len(jobs) - len(todo)} done already), {workers} at a time", flush=True)
+    with ThreadPoolExecutor(workers) as pool:
+        for job, code, seconds in pool.map(run_job, todo):
+            status = "ok" if code == 0 else f"FAILED (exit {code}, see {job.out / 'gem-train.log'})"
+            print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
+            if code != 0:
+                failed.append(job)
+    return failed
+
+
+def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return mean, sd
+
+
+def collect_results(cfg: CompareConfig, runs: Sequence[Job]) -> dict[str, Any]:
+    """Per experiment and algorithm: the held-out curve of each seed and the final numbers."""
+    results: dict[str, Any] = {}
+    for job in runs:
+        if not finished(job):
+            continue
+        records = read_metrics(job.out / "metrics.jsonl")
+        env_id = records_env(records)
+        evals = [r for r in records if r["kind"] == "eval" and r.get("env_id") == env_id]
+        if not evals:
+            continue
+        train = [r for r in records if r["kind"] == "train"]
+        entry = results.setdefault(job.experiment, {"env_id": evals[0].get("env_id", "")}).setdefault(
+            job.algo, {"seeds": {}})
+        entry["seeds"][job.seed] = {
+            "iterations": [int(r["iteration"]) for r in evals],
+            "eval_return": [float(r["eval_return"]) for r in evals],
+            "eval_success": [float(r["eval_success"]) for r in evals],
+            "train_return": [float(r["return"]) for r in train],
+            "seconds": json.loads((job.out / "done.json").read_text())["seconds"],
+        }
+    for per_algo in results.values():
+        for algo, entry in per_algo.items():
+            if algo == "env_id":
+                continue
+            seeds = list(entry["seeds"].values())
+            for key in ("eval_return", "eval_success"):
+                entry[f"start_{key}"] = _mean_sd([s[key][0] for s in seeds])
+                entry[f"final_{key}"] = _mean_sd([s[key][-1] for s in seeds])
+            entry["minutes"] = sum(s["seconds"] for s in seeds) / 60 / len(seeds)
+    return results
+
+
+def records_env(records: Sequence[dict[str, Any]]) -> str | None:
+    """The training env's id: the first env evaluated (eval_ids come after it)."""
+    for r in records:
+        if r["kind"] == "eval":
+            return r.get("env_id")
+    return None
+
+
+def table(results: dict[str, Any], algos: Sequence[str]) -> str:
+    """Markdown: final held-out return (mean ± sd over seeds) per env and algorithm, the start beside it."""
+    head = "| env | start (SFT) | " + " | ".join(ALGO_LABELS.get(a, a) for a in algos) + " |"
+    lines = [head, "|" + "---|" * (len(algos) + 2)]
+    for per_algo in results.values():
+        present = [a for a in algos if a in per_algo]
+        if not present:
+            continue
+        start = per_algo[present[0]]["start_eval_return"][0]
+        finals = {a: per_algo[a]["final_eval_return"] for a in present}
+        best = max(m for m, _ in finals.values())
+        cells = []
+        for a in algos:
+            if a not in finals:
+                cells.append("–")
+                continue
+            m, sd = finals[a]
+            text = f"{m:.2f} ± {sd:.2f}"
+            cells.append(f"**{text}**" if m == best else text)
+        lines.append(f"| `{per_algo['env_id']}` | {start:.2f} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("| env | " + " | ".join(f"{ALGO_LABELS.get(a, a)} success" for a in algos) + " |")
+    lines.append("|" + "---|" * (len(algos) + 1))
+    for per_algo in results.values():
+        cells = []
+        for a in algos:
+            if a in per_algo:
+                (s0, _), (s1, _) = per_algo[a]["start_eval_success"], per_algo[a]["final_eval_success"]
+                cells.append(f"{s0:.2f} → {s1:.2f}")
+            else:
+                cells.append("–")
+        lines.append(f"| `{per_algo['env_id']}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
+    """One panel per env: held-out return against iteration, mean over seeds ± one sd."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(results)
+    fig, axes = plt.subplots(1, max(len(envs), 1), figsize=(4.2 * max(len(envs), 1), 3.4), squeeze=False)
+    for ax, experiment in zip(axes[0], envs):
+        per_algo = results[experiment]
+        for algo in algos:
+            if algo not in per_algo:
+                continue
+            seeds = list(per_algo[algo]["seeds"].values())
+            iterations = seeds[0]["iterations"]
+            stats = [_mean_sd([s["eval_return"][i] for s in seeds if i < len(s["eval_return"])])
+                     for i in range(len(iterations))]
+            mean = [m for m, _ in stats]
+            ax.plot(iterations, mean, marker="o", markersize=3, label=ALGO_LABELS.get(algo, algo))
+            ax.fill_between(iterations, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.15)
+        ax.set_title(per_algo["env_id"], fontsize=10)
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("held-out return")
+    axes[0][0].legend(fontsize=8)
+    n = max(len(s) for per_algo in results.values() for a, e in per_algo.items() if a != "env_id"
+            for s in [e["seeds"]]) if results else 0
+    fig.suptitle(f"tiny model (built here), SFT warm start then RL; mean ± sd over {n} seeds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def parse(argv: Sequence[str]) -> CompareConfig:
+    """``key=value`` arguments onto :class:`CompareConfig`; an unknown key is an error that names it."""
+    base = OmegaConf.structured(CompareConfig)
+    try:
+        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(list(argv)))
+    except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
+        raise SystemExit(f"gem_train.compare: bad argument: {exc}") from None
+    cfg = OmegaConf.to_object(merged)
+    assert isinstance(cfg, CompareConfig)
+    if cfg.jobs < 1:
+        raise SystemExit(f"gem_train.compare: jobs must be >= 1, got {cfg.jobs}")
+    return cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        print(OmegaConf.to_yaml(OmegaConf.structured(CompareConfig)))
+        return 0
+    cfg = parse(argv)
+    warm, runs = plan(cfg)
+    started = time.perf_counter()
+    failed = run_all(warm, cfg.jobs)
+    ready = [j for j in runs if finished(Job(j.experiment, None, j.seed, sft_dir(cfg, j.experiment, j.seed), []))]
+    failed += run_all(ready, cfg.jobs)
+    out = Path(cfg.out)
+    results = collect_results(cfg, runs)
+    text = table(results, cfg.algos)
+    (out / "compare.md").write_text(text + "\n")
+    (out / "compare.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
+                                                   "results": results}, indent=1))
+    figure(results, cfg.algos, out / "compare.png")
+    if cfg.figure_copy:
+        Path(cfg.figure_copy).parent.mkdir(parents=True, exist_ok=True)
+        figure(results, cfg.algos, Path(cfg.figure_copy))
+    print(f"\n{text}\n\nfigure: {out / 'compare.png'}, table: {out / 'compare.md'} "
+          f"({(time.perf_counter() - started) / 60:.1f} min)")
+    if failed:
+        print(f"{len(failed)} runs failed: " + ", ".join(j.name for j in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
