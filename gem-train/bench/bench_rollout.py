@@ -31,11 +31,11 @@ def tokens_per_second(engine: Any, prompts: list[list[int]], max_tokens: int, re
     """Generated tokens per second over ``repeats`` calls, after one warm-up call."""
     from gem_train.engines import Sampling
 
-    engine.generate(prompts[:4], Sampling(max_tokens=max_tokens, seed=0))
+    engine.generate(prompts[:4], Sampling(temperature=1.0, max_tokens=max_tokens, seed=0))
     tokens = 0
     start = time.perf_counter()
     for r in range(repeats):
-        gens = engine.generate(prompts, Sampling(max_tokens=max_tokens, seed=r + 1))
+        gens = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=max_tokens, seed=r + 1))
         tokens += sum(len(g.token_ids) for g in gens)
     return tokens / (time.perf_counter() - start)
 

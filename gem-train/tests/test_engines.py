@@ -70,12 +70,12 @@ def test_hf_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
     check_against_hf(engine, model, ids, temperature=1.0, seed=0)
     check_against_hf(engine, model, ids, temperature=0.7, seed=1)
     # the same seed draws the same tokens
-    a = engine.generate(ids, Sampling(max_tokens=8, seed=3))
-    b = engine.generate(ids, Sampling(max_tokens=8, seed=3))
+    a = engine.generate(ids, Sampling(temperature=1.0, max_tokens=8, seed=3))
+    b = engine.generate(ids, Sampling(temperature=1.0, max_tokens=8, seed=3))
     assert [g.token_ids for g in a] == [g.token_ids for g in b]
     # a request with its own seed draws the same tokens alone as in a batch (resume relies on it)
-    [alone] = engine.generate(ids[1:], Sampling(max_tokens=8), seeds=[11])
-    assert alone.token_ids == engine.generate(ids, Sampling(max_tokens=8), seeds=[10, 11])[1].token_ids
+    [alone] = engine.generate(ids[1:], Sampling(temperature=1.0, max_tokens=8), seeds=[11])
+    assert alone.token_ids == engine.generate(ids, Sampling(temperature=1.0, max_tokens=8), seeds=[10, 11])[1].token_ids
     engine.load_weights(perturbed(model))
     check_against_hf(engine, model, ids, temperature=1.0, seed=2)
     check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
@@ -104,9 +104,10 @@ def test_vllm_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
         budget = engine.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
         gen = torch.Generator().manual_seed(0)
         long = [torch.randint(10, 250, (200,), generator=gen).tolist() for _ in range(budget // 200 + 2)]
-        assert all(len(g.token_ids) == 2 for g in engine.generate(long, Sampling(max_tokens=2), seeds=range(len(long))))
+        gens = engine.generate(long, Sampling(temperature=1.0, max_tokens=2), seeds=range(len(long)))
+        assert all(len(g.token_ids) == 2 for g in gens)
         # equal prompts in one call draw independently (GRPO groups rely on it)
-        gens = engine.generate([ids[0]] * 4, Sampling(max_tokens=8, seed=5))
+        gens = engine.generate([ids[0]] * 4, Sampling(temperature=1.0, max_tokens=8, seed=5))
         assert len({tuple(g.token_ids) for g in gens}) > 1
         # after a sync, vLLM's logprobs are those of the updated HF model (tied embeddings included)
         before = engine.generate(ids, Sampling(temperature=0.0, max_tokens=12))

@@ -178,8 +178,9 @@ class _Run:
 
     def policy(self, engine: Engine, temperature: float, seed: int) -> EnginePolicy:
         r = self.cfg.rollout
-        return EnginePolicy(engine, self.tokenizer, Sampling(temperature, r.top_p if temperature > 0 else 1.0,
-                                                             r.max_tokens, seed),
+        sampling = Sampling(temperature=temperature, top_p=r.top_p if temperature > 0 else 1.0,
+                            max_tokens=r.max_tokens, seed=seed)
+        return EnginePolicy(engine, self.tokenizer, sampling,
                             self.cfg.model.max_model_len, self.templated, r.batch_wait_ms / 1000)
 
     def learner(self, lr: float | None = None, rl: bool = True) -> Learner:

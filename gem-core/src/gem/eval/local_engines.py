@@ -56,8 +56,6 @@ class EngineChatModel:
         return Completion(text, len(prompt), len(gen.token_ids), gen.finish_reason)
 
     async def _generate_pending(self) -> None:
-        from gem_train.engines import Sampling as EngineSampling
-
         loop = asyncio.get_running_loop()
         while self._pending:
             # let other episodes' env steps finish so their requests join this batch
@@ -67,10 +65,9 @@ class EngineChatModel:
             for item in pending:
                 s = item[1]
                 groups.setdefault((s.temperature, s.max_tokens, s.top_p), []).append(item)
-            for (temperature, max_tokens, top_p), batch in groups.items():
+            for batch in groups.values():
                 # one seed per batch (the engine offsets it per prompt); the first request's keeps runs repeatable
-                settings = EngineSampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                                          seed=batch[0][1].seed)
+                settings = batch[0][1]
                 try:
                     gens = await loop.run_in_executor(self._executor, self.engine.generate,
                                                       [p for p, _, _ in batch], settings)

@@ -6,15 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling settings of one generate call (temperature 0: greedy)."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 32
-    seed: int | None = None
+# one set of sampling settings for `gem eval` and the trainer (temperature 0, its default, is greedy)
+from gem.eval.models import Sampling
 
 
 def request_seeds(n: int, sampling: Sampling, seeds: Sequence[int] | None) -> list[int | None]:
