@@ -81,6 +81,15 @@ class Episode:
         return last.terminated and last.reward > 0
 
     @property
+    def cut_short(self) -> bool:
+        """A turn limit ended the episode (its last turn truncated, not terminated): the game was not over, so
+        the state after the last turn still has a value (PPO bootstraps from it)."""
+        if self.trajectory is None or not self.trajectory.turns:
+            return False
+        last = self.trajectory.turns[-1]
+        return last.truncated and not last.terminated
+
+    @property
     def format_error(self) -> bool:
         """The episode ended on a reply the env could not parse: ``info["format_error"]`` where the env
         reports it, else GEM's convention (terminated with reward -0.1)."""

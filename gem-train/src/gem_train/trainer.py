@@ -52,6 +52,7 @@ from gem_train.rollout import (
     TurnSample,
     collect,
     derive_seed,
+    encode_prompt,
     union_seconds,
 )
 
@@ -176,6 +177,10 @@ class _Run:
             options["device"] = self.device
         return make_engine(cfg.rollout.engine, self.engine_path, **options)
 
+    def encode(self, observation: Any) -> list[int]:
+        """Prompt ids of an observation, as the policy builds them."""
+        return encode_prompt(self.tokenizer, observation, self.templated)
+
     def policy(self, engine: Engine, temperature: float, seed: int) -> EnginePolicy:
         r = self.cfg.rollout
         sampling = Sampling(temperature=temperature, top_p=r.top_p if temperature > 0 else 1.0,
@@ -293,10 +298,33 @@ def _collect_iteration(run: _Run, engine: Engine, iteration: int, share: tuple[i
     return episodes, policy, steps, keep
 
 
+def _bootstrap_values(cfg: TrainConfig, learner: Learner, episodes: list[Episode],
+                      encode: Callable[[Any], list[int]] | None) -> list[float]:
+    """Per episode, the critic's value of the state after its last turn: its final observation when a turn limit
+    cut it short, else 0 (also 0 when that prompt would not fit in ``model.max_model_len``)."""
+    out = [0.0] * len(episodes)
+    if encode is None:
+        return out
+    cut = {}
+    for i, ep in enumerate(episodes):
+        if ep.cut_short and ep.trajectory is not None and ep.trajectory.final_observation is not None:
+            prompt = encode(ep.trajectory.final_observation)
+            if 0 < len(prompt) <= cfg.model.max_model_len:
+                cut[i] = TurnSample(prompt, [], [], "stop")
+    if cut:
+        for i, value in zip(cut, learner.values(list(cut.values()))):
+            out[i] = value
+    return out
+
+
 def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode], keep: int | None = None,
-                sharded: bool = False) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
+                sharded: bool = False, encode: Callable[[Any], list[int]] | None = None,
+                ) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
     """The iteration's turns (the first ``keep``), the learner's inputs for them (advantages; for PPO also the
     critic's values and the GAE targets) and metrics of the critic.
+
+    ``encode`` turns an observation into prompt ids; with it, PPO bootstraps episodes cut short by a turn limit
+    from the critic's value of their final observation.
 
     ``sharded``: the episodes are this rank's share; ReBN's and PPO's batch statistics and the critic's
     metrics are the global batch's (group estimators need none: a rank plays whole groups).
@@ -313,9 +341,10 @@ def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode], kee
         for ep in episodes:
             values.append(flat_values[i:i + len(ep.turns)])
             i += len(ep.turns)
+        last = _bootstrap_values(cfg, learner, episodes, encode)
         advantages = turn_advantages(rewards, [ep.group for ep in episodes], "ppo", a.gamma, a.normalize_std,
-                                     values=values, lam=a.gae_lambda, reduce=reduce)
-        _, targets = gae_turn_advantages(rewards, values, a.gamma, a.gae_lambda)
+                                     values=values, lam=a.gae_lambda, last_values=last, reduce=reduce)
+        _, targets = gae_turn_advantages(rewards, values, a.gamma, a.gae_lambda, last)
         inputs["old_values"] = flat_values
         inputs["value_targets"] = [x for ep in targets for x in ep]
         all_values, all_targets = flat_values, inputs["value_targets"]
@@ -434,7 +463,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
             if collects:
                 episodes, policy, steps, keep = _collect_iteration(run, engine, iteration, share)
                 t1 = time.perf_counter()
-                samples, inputs, critic_metrics = _advantages(cfg, learner, episodes, keep, sharded)
+                samples, inputs, critic_metrics = _advantages(cfg, learner, episodes, keep, sharded, run.encode)
             mine, my_inputs = _scatter_turns(samples, inputs) if scatter else (samples, inputs)
             update = learner.update(mine, seed=derive_seed(cfg.trainer.seed, iteration, 1), **my_inputs)
             t2 = time.perf_counter()

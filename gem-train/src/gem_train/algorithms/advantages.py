@@ -38,11 +38,13 @@ def turn_advantages(
     *,
     values: Sequence[Sequence[float]] | None = None,
     lam: float = 1.0,
+    last_values: Sequence[float] | None = None,
     reduce: Callable[[Moments], Moments] | None = None,
 ) -> list[list[float]]:
     """Advantages of every turn of every episode (same nesting as ``rewards``).
 
-    ``values`` (the critic's, nested like ``rewards``) and ``lam`` are for ``ppo``, whose
+    ``values`` (the critic's, nested like ``rewards``), ``lam`` and ``last_values`` (per episode,
+    the value after its last turn; see :func:`.ppo.gae_turn_advantages`) are for ``ppo``, whose
     advantages are whitened over the batch when ``normalize_std``. ``reduce`` turns this
     batch's moments into the global batch's when the batch is one rank's share (rebn, ppo).
     """
@@ -55,7 +57,7 @@ def turn_advantages(
     if estimator == "ppo":
         if values is None:
             raise ValueError("ppo advantages need the critic's values of every turn")
-        adv, _ = gae_turn_advantages(rewards, values, gamma, lam)
+        adv, _ = gae_turn_advantages(rewards, values, gamma, lam, last_values)
         return whiten(adv, reduce) if normalize_std else adv
     raise ValueError(f"unknown advantage estimator {estimator!r}: one of {', '.join(ESTIMATORS)}")
 

@@ -2,7 +2,8 @@
 
 The critic values the state a turn starts from (the prompt of the turn). An episode's
 turns ``t = 0..T-1`` give temporal differences
-``delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)`` with ``V(s_T) = 0`` (the episode is over),
+``delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)`` with ``V(s_T) = 0`` when the episode
+terminated, and the critic's value of the final observation when a turn limit cut it short,
 and ``A_t = sum_k (gamma * lambda)^k delta_{t+k}``; the critic's target is ``A_t + V(s_t)``.
 
 >>> adv, ret = gae([0.0, 1.0], [0.5, 0.5], gamma=1.0, lam=1.0)
@@ -37,15 +38,24 @@ def gae(rewards: Sequence[float], values: Sequence[float], gamma: float, lam: fl
 
 
 def gae_turn_advantages(rewards: Sequence[Sequence[float]], values: Sequence[Sequence[float]], gamma: float,
-                        lam: float) -> tuple[list[list[float]], list[list[float]]]:
+                        lam: float, last_values: Sequence[float] | None = None
+                        ) -> tuple[list[list[float]], list[list[float]]]:
     """:func:`gae` of every episode: (advantages, value targets), both nested like ``rewards``.
+
+    ``last_values``: per episode, V of the state after its last turn (0 for an episode that
+    terminated; the critic's value of the final observation for one cut short). Default all 0.
 
     >>> gae_turn_advantages([[1.0], [0.0, 0.0]], [[0.25], [0.5, 0.5]], gamma=0.5, lam=0.0)
     ([[0.75], [-0.25, -0.5]], [[1.0], [0.25, 0.0]])
+    >>> gae_turn_advantages([[1.0]], [[0.25]], gamma=0.5, lam=0.0, last_values=[1.0])
+    ([[1.25]], [[1.5]])
     """
     if len(rewards) != len(values):
         raise ValueError(f"{len(rewards)} episodes of rewards but {len(values)} of values")
-    pairs = [gae(r, v, gamma, lam) for r, v in zip(rewards, values)]
+    last = list(last_values) if last_values is not None else [0.0] * len(rewards)
+    if len(last) != len(rewards):
+        raise ValueError(f"{len(rewards)} episodes but {len(last)} last values")
+    pairs = [gae(r, v, gamma, lam, b) for r, v, b in zip(rewards, values, last)]
     return [a for a, _ in pairs], [t for _, t in pairs]
 
 
