@@ -241,5 +241,22 @@ def test_torchrun_trains_like_one_process(tmp_path, gem_registry, mode):
         assert [r["turns_trained"] for r in records if r["kind"] == "train"] == [30.0, 30.0]
 
 
+
+def test_a_resumed_torchrun_run_repeats_an_uninterrupted_one(tmp_path):
+    """Two ranks, PPO (the critic is checkpointed too): three iterations in one go, and two then a resumed third."""
+    common = ["experiment=smoke", "env=custom", "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter",
+              "trainer.sft.episodes=0", "algo=ppo", "trainer.eval_every=0", "trainer.checkpoint_every=1",
+              "trainer.device=cpu", "trainer.tensorboard=false"]
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={whole}", timeout=300)
+    torchrun("-m", "gem_train", *common, "trainer.iterations=2", f"experiment.output_dir={split}", timeout=300)
+    torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={split}", timeout=300)
+    assert [r["iteration"] for r in read_metrics(split / "metrics.jsonl")] == [1, 2, 3]
+    _compare_runs(whole, split)
+    critics = [torch.load(run / "checkpoints" / "iter_000003" / "critic.pt") for run in (whole, split)]
+    assert all(torch.equal(critics[0][k], critics[1][k]) for k in critics[0])
+    assert critics[0]["head.weight"].abs().sum() > 0
+
+
 if __name__ == "__main__":
     worker(sys.argv[1], sys.argv[2])
