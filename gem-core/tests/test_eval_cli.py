@@ -17,10 +17,10 @@ GEM = [sys.executable, "-c", "import sys; from gem.cli import main; sys.exit(mai
 EPISODES = 16
 
 
-def eval_args(base_url, output, concurrency=2):
+def eval_args(base_url, output, concurrency=2, episodes=EPISODES):
     return ["eval", "test:Count-v0", "--register", "test:Count-v0=gem.testing.envs:CountEnv",
             "--env-kwargs", '{"max_turns": 3}', "--model", "openai:bisect", "--base-url", base_url,
-            "--episodes", str(EPISODES), "--concurrency", str(concurrency), "--output", str(output), "--no-progress"]
+            "--episodes", str(episodes), "--concurrency", str(concurrency), "--output", str(output), "--no-progress"]
 
 
 def wait_for_lines(path, n, proc, timeout=60.0):
@@ -94,8 +94,10 @@ def test_a_killed_run_resumes_without_redoing_finished_episodes(count_registry, 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     with ScriptedServer(delay=0.15) as server:
-        proc = subprocess.Popen([*GEM, *eval_args(server.base_url, tmp_path / "out")], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        # a run of about a minute, so the interrupt lands mid-run however long a loaded machine keeps this process
+        # from noticing the first finished episode (with 16 episodes the run once ended before the signal came)
+        args = eval_args(server.base_url, tmp_path / "out", episodes=256)
+        proc = subprocess.Popen([*GEM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_lines(tmp_path / "out" / "episodes.jsonl", 1, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)

@@ -27,6 +27,7 @@ import argparse
 import json
 import random
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -149,6 +150,12 @@ class _Server(ThreadingHTTPServer):
     # the default backlog of 5 drops connections when many episodes ask at once
     request_queue_size = 256
     owner: ScriptedServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that went away mid-answer (an interrupted or killed evaluation) is expected, not a server error
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:
