@@ -95,9 +95,12 @@ def test_a_killed_run_resumes_without_redoing_finished_episodes(count_registry, 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     with ScriptedServer(delay=0.15) as server:
         # a run of about a minute, so the interrupt lands mid-run however long a loaded machine keeps this process
-        # from noticing the first finished episode (with 16 episodes the run once ended before the signal came)
+        # from noticing the first finished episode
         args = eval_args(server.base_url, tmp_path / "out", episodes=256)
-        proc = subprocess.Popen([*GEM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # a terminal's Ctrl-C: SIGINT at its default in the child even when this test runs in the background
+        # (`cmd &` starts jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt handler)
+        proc = subprocess.Popen([*GEM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         wait_for_lines(tmp_path / "out" / "episodes.jsonl", 1, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
