@@ -255,8 +255,8 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("held-out return")
     axes[0][0].legend(fontsize=8)
-    n = max(len(s) for per_algo in results.values() for a, e in per_algo.items() if a != "env_id"
-            for s in [e["seeds"]]) if results else 0
+    n = max((len(e["seeds"]) for per_algo in results.values() for a, e in per_algo.items() if a != "env_id"),
+            default=0)
     fig.suptitle(f"tiny model (built here), SFT warm start then RL; mean ± sd over {n} seeds", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -287,7 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm, runs = plan(cfg)
     started = time.perf_counter()
     failed = run_all(warm, cfg.jobs)
-    ready = [j for j in runs if finished(Job(j.experiment, None, j.seed, sft_dir(cfg, j.experiment, j.seed), []))]
+    warm_done = {(j.experiment, j.seed) for j in warm if finished(j)}
+    ready = [j for j in runs if (j.experiment, j.seed) in warm_done]
     failed += run_all(ready, cfg.jobs)
     out = Path(cfg.out)
     results = collect_results(cfg, runs)

@@ -43,13 +43,13 @@ class Critic(torch.nn.Module):
         return cls(_hidden_size(policy)).to(next(policy.parameters()).device)
 
     @classmethod
-    def separate(cls, policy: Any, path: str | None = None, dtype: torch.dtype | None = None) -> Critic:
+    def separate(cls, policy: Any, path: str | None = None) -> Critic:
         """A head on its own backbone: the causal LM at ``path`` (same tokenizer as the policy), or a copy of
         the policy as it is now."""
         if path:
             from transformers import AutoModelForCausalLM
 
-            backbone = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or next(policy.parameters()).dtype)
+            backbone = AutoModelForCausalLM.from_pretrained(path, dtype=next(policy.parameters()).dtype)
         else:
             backbone = copy.deepcopy(policy)
         device = next(policy.parameters()).device

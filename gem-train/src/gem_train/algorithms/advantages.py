@@ -17,11 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import torch
-
 from gem_train.algorithms.grpo import group_turn_advantages
 from gem_train.algorithms.ppo import gae_turn_advantages
-from gem_train.algorithms.rebn import Moments, moments, rebn_advantages, rebn_turn_advantages
+from gem_train.algorithms.rebn import Moments, normalise_turns, rebn_turn_advantages
 from gem_train.algorithms.reinforce import discounted_returns, reinforce_advantages
 
 ESTIMATORS = ("rebn", "grpo", "rloo", "reinforce", "ppo")
@@ -65,16 +63,7 @@ def turn_advantages(
 def whiten(nested: Sequence[Sequence[float]], reduce: Callable[[Moments], Moments] | None = None
            ) -> list[list[float]]:
     """Every value less the batch mean, over the batch std (the batch's moments, reduced if asked)."""
-    flat = torch.tensor([a for ep in nested for a in ep], dtype=torch.float64)
-    stats = moments(flat)
-    if reduce is not None:
-        stats = reduce(stats)
-    normed = rebn_advantages(flat, True, stats).tolist() if flat.numel() else []
-    out, i = [], 0
-    for ep in nested:
-        out.append(normed[i:i + len(ep)])
-        i += len(ep)
-    return out
+    return normalise_turns(nested, True, reduce)
 
 
 __all__ = ["ESTIMATORS", "GROUPED", "discounted_returns", "turn_advantages", "whiten"]

@@ -61,22 +61,30 @@ def rebn_advantages(returns: torch.Tensor, normalize_std: bool = True, batch: Mo
     return centred / (std + EPS)
 
 
-def rebn_turn_advantages(rewards: Sequence[Sequence[float]], gamma: float, normalize_std: bool = True,
-                         reduce: Callable[[Moments], Moments] | None = None) -> list[list[float]]:
-    """ReBN advantages of every turn of every episode (same nesting as ``rewards``).
+def normalise_turns(nested: Sequence[Sequence[float]], normalize_std: bool = True,
+                    reduce: Callable[[Moments], Moments] | None = None) -> list[list[float]]:
+    """Every value of every episode less the batch mean (and over the batch std), nested as given.
 
-    ``reduce`` maps this batch's moments to the global batch's (an all-reduce across ranks).
+    ``reduce`` maps this batch's moments to the global batch's (an all-reduce across ranks); it
+    is called even for an empty batch, so a rank with no turns still joins the collective.
+
+    >>> normalise_turns([[1.0], [3.0]], normalize_std=False)
+    [[-1.0], [1.0]]
     """
-    per_episode = [discounted_returns(r, gamma) for r in rewards]
-    flat = torch.tensor([g for ep in per_episode for g in ep], dtype=torch.float64)
+    flat = torch.tensor([x for ep in nested for x in ep], dtype=torch.float64)
     stats = moments(flat)
     if reduce is not None:
         stats = reduce(stats)
-    if flat.numel() == 0:
-        return [[] for _ in rewards]
-    normed = rebn_advantages(flat, normalize_std, stats).tolist()
+    normed = rebn_advantages(flat, normalize_std, stats).tolist() if flat.numel() else []
     out, i = [], 0
-    for ep in per_episode:
+    for ep in nested:
         out.append(normed[i:i + len(ep)])
         i += len(ep)
     return out
+
+
+def rebn_turn_advantages(rewards: Sequence[Sequence[float]], gamma: float, normalize_std: bool = True,
+                         reduce: Callable[[Moments], Moments] | None = None) -> list[list[float]]:
+    """ReBN advantages of every turn of every episode (same nesting as ``rewards``): their discounted returns
+    through :func:`normalise_turns`."""
+    return normalise_turns([discounted_returns(r, gamma) for r in rewards], normalize_std, reduce)
