@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 
+from pathlib import Path
+
 import pytest
 
-from gem_tools.sandbox import Limits, Sandbox, SandboxUnavailableError, Status, resolve_backend
+from gem_tools.sandbox import Limits, Sandbox, SandboxUnavailableError, Status, UnknownPackageError, resolve_backend
 
 
 def test_ok_run_reports_everything(box):
@@ -60,10 +62,20 @@ def test_commands_run_with_a_clean_environment(box, monkeypatch):
     assert extra.stdout == "hello\n"
 
 
-def test_scientific_packages_of_the_interpreter_import(box):
-    r = box.run_python("import numpy, sympy\nprint(int(numpy.arange(5).sum()), sympy.factorint(360))")
+def test_allowed_packages_import_and_others_do_not(box):
+    code = "import numpy, sympy\nprint(int(numpy.arange(5).sum()), sympy.factorint(360))"
+    allowed = Sandbox(backend=box.backend_name, limits=box.limits, packages=("numpy", "sympy", "mpmath"))
+    r = allowed.run_python(code)
     assert r.ok, r.stderr
     assert r.stdout == "10 {2: 3, 3: 2, 5: 1}\n"
+    # only what is listed: the same interpreter without the allow-list has the stdlib alone
+    assert "No module named 'numpy'" in box.run_python(code).stderr
+    assert "No module named 'sympy'" in Sandbox(backend=box.backend_name, packages=("numpy",)).run_python(code).stderr
+
+
+def test_unknown_allowed_package_is_a_clear_error():
+    with pytest.raises(UnknownPackageError, match="no_such_package_xyz"):
+        Sandbox(packages=("no_such_package_xyz",))
 
 
 def test_runs_are_independent(box):
@@ -122,13 +134,19 @@ def test_gem_sandbox_command(capsys):
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "unshare"])
-def test_an_interpreter_that_lives_under_tmp(tmp_path, backend):
-    # a checkout (and its venv) under /tmp is bound inside the sandbox's own /tmp
+def test_a_venv_under_tmp_runs_as_its_base_with_only_allowed_packages(tmp_path, backend):
+    # a checkout (and its venv) under /tmp: an allowed package of it is bound inside the
+    # sandbox's own /tmp-shadowed view; the rest of its site-packages stays out of sight
+    import glob
     import subprocess
     import sys
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    box = Sandbox(backend=backend, python=str(venv / "bin" / "python"))
-    r = box.run_python("import sys; print(sys.prefix)")
-    assert (r.status, r.stdout.strip()) == (Status.OK, str(venv)), r.stderr
+    (site,) = glob.glob(str(venv / "lib" / "python*" / "site-packages"))
+    Path(site, "answers_pkg.py").write_text("ANSWER = 42\n")
+    Path(site, "allowed_pkg.py").write_text("VALUE = 7\n")
+    box = Sandbox(backend=backend, python=str(venv / "bin" / "python"), packages=("allowed_pkg",))
+    r = box.run_python("import sys, allowed_pkg; print(allowed_pkg.VALUE, sys.prefix != " + repr(str(venv)) + ")\n"
+                       "import answers_pkg")  # fmt: skip
+    assert r.stdout == "7 True\n" and "No module named 'answers_pkg'" in r.stderr, r

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import processes_with
 
-from gem_tools.sandbox import Limits, Status, available_backends
+from gem_tools.sandbox import Limits, Sandbox, Status, available_backends, cgroups
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -171,7 +171,8 @@ def test_memory_bomb_hits_the_memory_limit(box):
     r = box.run_python("x = []\nwhile True:\n    x.append(bytearray(50 << 20))")
     assert r.status is Status.LIMIT and r.limit == "memory", r
     assert "MemoryError" in r.stderr
-    numpy_bomb = box.run_python("import numpy\nnumpy.ones(10**10)")
+    numpy_box = Sandbox(backend=box.backend_name, limits=box.limits, packages=("numpy",))
+    numpy_bomb = numpy_box.run_python("import numpy\nnumpy.ones(10**10)")
     assert numpy_bomb.status is Status.LIMIT and numpy_bomb.limit == "memory", numpy_bomb
 
 
@@ -309,3 +310,99 @@ def test_rlimit_backend_only_when_asked_and_warns():
     tmp_before = set(os.listdir("/tmp"))
     box.run_python("open('f', 'w').write('x')")
     assert {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("gem-sandbox")} == set()
+
+
+# -- issue 16: what a run may read, and how much the whole run may use ---------------------
+def _site_files() -> list[str]:
+    """Files under the running venv's and the system's site dirs: where a pip-installed
+    dataset wheel (GSM8K answers, HumanEval tests) would sit."""
+    import importlib.util
+    import site
+
+    found = [importlib.util.find_spec(m).origin for m in ("msgspec", "numpy", "pytest")]
+    found += [os.path.join(d, f) for d in site.getsitepackages() for f in sorted(os.listdir(d))[:3]]
+    found += [p for p in ("/usr/lib/python3/dist-packages/six.py",) if os.path.exists(p)]
+    data = Path(os.environ.get("GEM_DATA_DIR", Path.home() / ".cache" / "gem" / "data"))
+    found += [str(p) for p in data.glob("*.whl")]
+    return found
+
+
+def test_site_packages_and_project_data_are_not_readable(box):
+    targets = _site_files() + [str(PROJECT / "pyproject.toml")]
+    code = f"""
+        import os, sys
+        readable = []
+        for path in {targets!r}:
+            try:
+                open(path, "rb").read(1)
+                readable.append(path)
+            except OSError:
+                pass
+        listed = [d for d in sys.path + {[os.path.dirname(t) for t in targets]!r} if os.path.isdir(d) and os.listdir(d)
+                  and ("site-packages" in d or "dist-packages" in d)]
+        print("readable", readable, "listed", listed)
+    """
+    r = box.run_python(textwrap.dedent(code))
+    assert r.ok, r.stderr
+    assert r.stdout.strip() == "readable [] listed []", r.stdout
+
+
+def test_whole_run_memory_is_capped_not_each_process(box):
+    if cgroups.support().mode == "none":
+        pytest.fail(f"no cgroup on this machine: {cgroups.support().detail}")
+    # four children of 150 MiB each under a 256 MiB per-process limit: each alone is
+    # allowed, together they are more than the run may hold
+    code = """
+        import os, sys, time
+        r, w = os.pipe()
+        kids = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(150 << 20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(w, b"x")
+                time.sleep(3)
+                os._exit(0)
+            kids.append(pid)
+        os.close(w)
+        time.sleep(2)
+        os.set_blocking(r, False)
+        try:
+            held = len(os.read(r, 100))
+        except BlockingIOError:
+            held = 0
+        print("held", held, flush=True)
+    """
+    r = box.run_python(textwrap.dedent(code), limits=Limits(timeout=8, memory=256 << 20))
+    held = int(r.stdout.split()[1]) if r.stdout.startswith("held") else 0
+    assert held <= 1, r
+
+
+def test_whole_run_process_count_is_capped(box):
+    if cgroups.support().mode == "none":
+        pytest.fail(f"no cgroup on this machine: {cgroups.support().detail}")
+    # threads are tasks too; the cgroup's pids.max holds even for a root-mapped run
+    code = """
+        import threading, time
+        started = 0
+        try:
+            for _ in range(200):
+                threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+                started += 1
+        except RuntimeError:
+            pass
+        print("started", started)
+    """
+    r = box.run_python(textwrap.dedent(code), limits=Limits(timeout=8, processes=16))
+    assert r.ok, r.stderr
+    assert int(r.stdout.split()[1]) < 16 + cgroups.HELPER_PIDS
+
+
+def test_gem_sandbox_says_which_cap_applies(capsys):
+    from gem_tools.plugin import cmd_sandbox
+
+    assert cmd_sandbox([]) == 0
+    out = capsys.readouterr().out
+    assert f"run limits: {cgroups.support().mode}" in out and "fallback" in out

@@ -87,14 +87,19 @@ def cmd_search_server(argv: list[str]) -> int:
 
 
 def cmd_sandbox(argv: list[str]) -> int:
-    """Say which sandbox backends work here; exit 1 when no isolating one does."""
+    """Say which sandbox backends work here and how whole runs are capped; exit 1 when
+    no isolating backend works."""
     import argparse
 
     argparse.ArgumentParser(prog="gem sandbox", description=cmd_sandbox.__doc__).parse_args(argv)
-    from gem_tools.sandbox import available_backends, resolve_backend
+    from gem_tools.sandbox import available_backends, cgroups, resolve_backend
 
     for name, why in available_backends().items():
         print(f"{name:<8} {'ok' if why is None else 'unavailable: ' + why}")
+    where = cgroups.support()
+    print(f"run limits: {where.mode}: {where.detail}")
+    print("fallback: without a cgroup only per-process rlimits apply (RLIMIT_AS per process, RLIMIT_NPROC per run "
+          "uid); cgroup v2 is used where memory and pids are delegated, else v1 where writable")  # fmt: skip
     try:
         print(f"default: {resolve_backend('auto').name}")
     except RuntimeError as exc:

@@ -7,9 +7,12 @@
 ('ok', '42\\n', 'bwrap')
 
 Each run gets: no network, a private writable ``/tmp`` (its working directory), a
-read-only view of the system and interpreter directories and nothing else of the
-host, an unprivileged uid, and the :class:`Limits` (wall clock, CPU, memory, file
-size, open files, processes, output). Backends, tried in order by ``"auto"``:
+read-only view of the system directories and of the interpreter's standard library,
+the packages it was allowed (``packages=``) and nothing else of the host (no
+site-packages, no project, no data), an unprivileged uid, a cgroup capping the whole
+run's memory and processes where the host allows one (:func:`cgroups.support`), and
+the :class:`Limits` (wall clock, CPU, memory, file size, open files, processes,
+output). Backends, tried in order by ``"auto"``:
 ``bwrap`` (bubblewrap), ``unshare`` (util-linux, with our own root-building init);
 ``rlimit`` applies only the limits, is no isolation, and runs only when asked for by
 name.
@@ -17,22 +20,20 @@ name.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import functools
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Mapping, Sequence
 
-from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, SandboxUnavailableError
-from gem_tools.sandbox.layout import WORKDIR, Interpreter, interpreter, sandbox_env
+from gem_tools.sandbox import cgroups
+from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, Launch, SandboxUnavailableError
+from gem_tools.sandbox.layout import WORKDIR, Interpreter, UnknownPackageError, interpreter, sandbox_env
 from gem_tools.sandbox.limits import Limits, MiB
 from gem_tools.sandbox.result import SandboxResult, Status
-from gem_tools.sandbox.runner import execute
+from gem_tools.sandbox.runner import Process, aexecute, execute, start
 
-#: threads that wait on sandboxed processes for the async entry points
-_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="gem-sandbox")
 _warned_rlimit = False
 
 
@@ -81,7 +82,9 @@ class Sandbox:
     3
 
     ``python`` picks the interpreter that ``run_python`` uses (default: the running
-    one); its installed packages (numpy, sympy, ...) are importable in the sandbox.
+    one; a virtual environment runs as its base interpreter). Runs see its standard
+    library and, of everything installed, only ``packages`` (import names, e.g.
+    ``("numpy", "sympy", "mpmath")``: list a package's dependencies too).
     """
 
     def __init__(
@@ -90,13 +93,14 @@ class Sandbox:
         limits: Limits | None = None,
         python: str | None = None,
         env: Mapping[str, str] | None = None,
+        packages: Sequence[str] = (),
     ) -> None:
         self.backend = resolve_backend(backend)
         self.limits = limits or Limits()
         if python is None and not self.backend.isolated and os.geteuid() == 0 and not _others_can_run(sys.executable):
             # the rlimit backend runs as an unprivileged uid on the real filesystem
             python = "/usr/bin/python3"
-        self.interpreter: Interpreter = interpreter(python)
+        self.interpreter: Interpreter = interpreter(python, tuple(packages))
         self.env = dict(env or {})
 
     @property
@@ -112,8 +116,7 @@ class Sandbox:
         args: Sequence[str] = (),
     ) -> SandboxResult:
         """Run ``code`` as ``main.py`` in the sandbox's working directory."""
-        all_files = {**(files or {}), "main.py": code}
-        return self.run_command([self.interpreter.executable, "-s", "main.py", *args], stdin, all_files, limits)
+        return self.run_command(self._python_argv(args), stdin, {**(files or {}), "main.py": code}, limits)
 
     def run_command(
         self,
@@ -123,23 +126,60 @@ class Sandbox:
         limits: Limits | None = None,
     ) -> SandboxResult:
         """Run ``argv`` (resolved on the sandbox's ``PATH``) with ``files`` in its working dir."""
+        lim = limits or self.limits
+        return execute(self._launch(argv, files, lim), _bytes(stdin), lim, self.backend.name)
+
+    async def arun_python(
+        self,
+        code: str,
+        stdin: str | bytes = "",
+        files: Mapping[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+        args: Sequence[str] = (),
+    ) -> SandboxResult:
+        """Async :meth:`run_python`: native async I/O, so many runs in flight take no thread each."""
+        return await self.arun_command(self._python_argv(args), stdin, {**(files or {}), "main.py": code}, limits)
+
+    async def arun_command(
+        self,
+        argv: Sequence[str],
+        stdin: str | bytes = "",
+        files: Mapping[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult:
+        """Async :meth:`run_command`."""
+        lim = limits or self.limits
+        return await aexecute(self._launch(argv, files, lim), _bytes(stdin), lim, self.backend.name)
+
+    @contextlib.asynccontextmanager
+    async def open_python(
+        self, code: str, files: Mapping[str, str | bytes] | None = None, limits: Limits | None = None,
+    ) -> AsyncIterator[Process]:  # fmt: skip
+        """Start ``code`` as an interactive run: talk to it with ``send``/``readline``.
+
+        On leaving the block the run is killed and reaped; ``process.result`` is then its
+        :class:`SandboxResult` (stdout is the caller's, so the result's is empty).
+
+        >>> async with Sandbox().open_python("print(input()[::-1])") as p:   # doctest: +SKIP
+        ...     p.send(b"abc\\n"); line = await p.readline()
+        """
+        lim = limits or self.limits
+        launch = self._launch(self._python_argv(()), {**(files or {}), "main.py": code}, lim)
+        process = await start(launch, lim, self.backend.name, interactive=True)
+        try:
+            yield process
+        finally:
+            await process.finish()
+
+    def _python_argv(self, args: Sequence[str]) -> list[str]:
+        return [self.interpreter.executable, "-s", "main.py", *args]
+
+    def _launch(self, argv: Sequence[str], files: Mapping[str, str | bytes] | None, limits: Limits) -> Launch:
         if not argv:
             raise ValueError("run_command needs a non-empty argv")
-        lim = limits or self.limits
         data = {_check_name(k): _bytes(v) for k, v in (files or {}).items()}
-        job = Job(list(argv), data, sandbox_env(WORKDIR, self.env), lim, self.interpreter)
-        launch = self.backend.launch(job)
-        return execute(launch, _bytes(stdin), lim, self.backend.name)
-
-    async def arun_python(self, code: str, **kwargs) -> SandboxResult:
-        """Async :meth:`run_python`: many can run at once without blocking the loop."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_POOL, functools.partial(self.run_python, code, **kwargs))
-
-    async def arun_command(self, argv: Sequence[str], **kwargs) -> SandboxResult:
-        """Async :meth:`run_command`."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_POOL, functools.partial(self.run_command, argv, **kwargs))
+        env = sandbox_env(WORKDIR, self.env, packages=bool(self.interpreter.packages))
+        return self.backend.launch(Job(list(argv), data, env, limits, self.interpreter))
 
 
 def _bytes(value: str | bytes) -> bytes:
@@ -183,7 +223,9 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailableError",
     "Status",
+    "UnknownPackageError",
     "available_backends",
+    "cgroups",
     "default_sandbox",
     "resolve_backend",
     "run_python",

@@ -5,7 +5,8 @@ pid namespace, with a private mount namespace (and, when the caller is not root,
 user namespace). FD holds the JSON plan. Standard library only: it runs before any
 site-packages are visible.
 
-Steps: mount a tmpfs as the new root; bind the allowed host dirs read-only; add /proc,
+Steps: mount a tmpfs as the new root; bind the allowed host dirs read-only, hide the
+site-packages dirs inside them under empty tmpfs, bind the allowed packages; add /proc,
 a few device nodes and a size-limited /tmp holding the run's files; pivot into it;
 then fork the program with its rlimits under an unprivileged uid, and stay pid 1 to
 reap orphans until the program exits. When pid 1 exits the kernel kills every
@@ -44,6 +45,11 @@ def mount(src, dst, fstype, flags, data=None):
 
 
 def bind_ro(src, dst):
+    if os.path.isdir(src):
+        os.makedirs(dst, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(dst), mode=0o755, exist_ok=True)
+        open(dst, "a").close()
     mount(src, dst, None, MS_BIND | MS_REC)
     keep = os.statvfs(dst).f_flag & KEEP
     mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
@@ -58,9 +64,12 @@ def build_root(plan, root):
     mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={plan['tmp_size']}")
     # binds after the work tmpfs, so that an interpreter living under /tmp stays visible
     for src in plan["binds"]:
-        dst = root + src
-        os.makedirs(dst, mode=0o755, exist_ok=True)
-        bind_ro(src, dst)
+        bind_ro(src, root + src)
+    # site-packages inside the bound dirs: an empty read-only tmpfs over each
+    for path in plan["hidden"]:
+        mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
+    for src, dst in plan["packages"]:
+        bind_ro(src, root + dst)
     os.makedirs(root + "/dev", mode=0o755)
     for name in plan["devices"]:
         open(f"{root}/dev/{name}", "w").close()

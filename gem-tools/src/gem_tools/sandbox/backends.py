@@ -178,6 +178,11 @@ class BwrapBackend(Backend):
         for path in job.interpreter.dirs:
             argv += _parents(path, made)
             argv += ["--ro-bind", path, path]
+        for path in job.interpreter.hidden:
+            argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+        for host, inside in job.interpreter.packages:
+            argv += _parents(inside, made)
+            argv += ["--ro-bind", host, inside]
         fds = []
         for name, data in job.files.items():
             fd = _memfd(data)
@@ -236,6 +241,8 @@ class UnshareBackend(Backend):
         plan = {
             "root": _mount_point(binds),
             "binds": binds,
+            "hidden": list(job.interpreter.hidden),
+            "packages": [list(pair) for pair in job.interpreter.packages],
             "symlinks": [[p, t] for p, t in system_entries() if t],
             "devices": list(DEVICES),
             "workdir": WORKDIR,
@@ -280,6 +287,7 @@ class RlimitBackend(Backend):
     def launch(self, job: Job) -> Launch:
         uid, gid = _run_uid()
         workdir = tempfile.mkdtemp(prefix="gem-sandbox-")
+        os.chmod(workdir, 0o700)
         if uid is not None:
             os.chown(workdir, uid, gid)
         for name, data in job.files.items():
@@ -289,8 +297,14 @@ class RlimitBackend(Backend):
             if uid is not None:
                 os.chown(path, uid, gid)
         env = {**job.env, "HOME": workdir, "TMPDIR": workdir}
+        if job.interpreter.packages:  # no mounts, no allow-list: their whole site dir is on the path
+            env["PYTHONPATH"] = os.pathsep.join(os.path.dirname(host) for host, _ in job.interpreter.packages)
         argv = ["prlimit", *_rlimit_args(job.limits), "--", *job.argv]
-        launch = Launch(argv, env, (), user=uid, group=gid, cwd=workdir, host_uid=uid, signal_as_128=False)
+        if uid is not None:
+            # dropped by setpriv rather than by Popen, so that the run's cgroup can be
+            # entered first (see cgroups.RunGroup.enter_argv), as root
+            argv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--", *argv]
+        launch = Launch(argv, env, (), cwd=workdir, host_uid=uid, signal_as_128=False)
         launch.cleanup.append(functools.partial(shutil.rmtree, workdir, ignore_errors=True))
         return launch
 

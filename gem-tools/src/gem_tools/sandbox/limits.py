@@ -14,11 +14,18 @@ class Limits:
 
     >>> Limits(timeout=2.0, memory=256 * MiB).cpu_time
     2
+    >>> Limits(memory=256 * MiB).run_memory == 256 * MiB
+    True
 
-    ``memory`` is the address-space limit of each process (``RLIMIT_AS``); ``processes``
-    caps the processes and threads the run may hold at once; ``output`` caps what is
-    kept of stdout and of stderr (the rest is dropped and the result says so), and a run
-    that writes more than ``output_kill`` bytes in all is stopped.
+    ``memory`` is the address-space limit of each process (``RLIMIT_AS``) and
+    ``run_memory`` the memory of the whole run, all its processes and its ``/tmp``
+    together (a cgroup's ``memory.max``; default: ``memory``); ``processes`` caps the
+    processes and threads the run may hold at once (``RLIMIT_NPROC`` of the run's uid, and
+    the cgroup's ``pids.max``). Where no cgroup can be made (see
+    :func:`gem_tools.sandbox.cgroups.support`) only the per-process limits apply.
+    ``output`` caps what is kept of stdout and of stderr (the rest is dropped and the
+    result says so), and a run that writes more than ``output_kill`` bytes in all is
+    stopped.
     """
 
     #: wall-clock seconds before the run is killed
@@ -27,6 +34,8 @@ class Limits:
     cpu_time: int | None = None
     #: bytes of address space per process (``RLIMIT_AS``)
     memory: int = 1024 * MiB
+    #: bytes of memory for the whole run (cgroup ``memory.max``); ``None`` means ``memory``
+    run_memory: int | None = None
     #: largest file the run may write, in bytes (``RLIMIT_FSIZE``)
     file_size: int = 16 * MiB
     #: open files per process (``RLIMIT_NOFILE``)
@@ -43,15 +52,19 @@ class Limits:
     def __post_init__(self) -> None:
         if self.cpu_time is None:
             object.__setattr__(self, "cpu_time", max(1, int(-(-self.timeout // 1))))
-        for name in ("timeout", "memory", "file_size", "open_files", "processes", "output", "tmp_size"):
+        if self.run_memory is None:
+            object.__setattr__(self, "run_memory", self.memory)
+        for name in ("timeout", "memory", "run_memory", "file_size", "open_files", "processes", "output", "tmp_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
         if self.output_kill < self.output:
             raise ValueError("Limits.output_kill must be at least Limits.output")
 
     def with_(self, **changes: Any) -> Limits:
-        """A copy with some limits changed; ``cpu_time`` follows a new ``timeout``
-        unless given."""
+        """A copy with some limits changed; ``cpu_time`` follows a new ``timeout``, and
+        ``run_memory`` a new ``memory`` when it was following it, unless given."""
         if "timeout" in changes and "cpu_time" not in changes:
             changes["cpu_time"] = None
+        if "memory" in changes and "run_memory" not in changes and self.run_memory == self.memory:
+            changes["run_memory"] = None
         return replace(self, **changes)

@@ -1,21 +1,36 @@
-"""Run a :class:`Launch`: feed stdin, keep capped stdout/stderr, enforce the wall clock,
-kill what is left, and classify how the run ended."""
+"""Run a :class:`Launch` on an asyncio loop: feed stdin, keep capped stdout/stderr, enforce
+the wall clock, kill what is left, and classify how the run ended.
+
+Native async I/O: the pipes are asyncio pipe transports and the process's exit is a
+pidfd the loop watches, so a thousand runs in flight cost no thread each (asyncio's own
+subprocess support would reap the process itself, and this runner must kill the run's
+process group *before* the leader is reaped, while its pid cannot be reused). The sync
+entry point :func:`execute` drives the same coroutine. Each run gets its own cgroup
+where the host allows it (:mod:`gem_tools.sandbox.cgroups`): memory and processes are
+then capped for the whole run, and killing the run kills every process in it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
-import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
+from gem_tools.sandbox import cgroups
 from gem_tools.sandbox.backends import Launch
 from gem_tools.sandbox.limits import Limits
 from gem_tools.sandbox.result import SandboxResult, Status
 
-_CHUNK = 1 << 16
+T = TypeVar("T")
 # after the program exits, how long stray writers may keep the pipes open
 _GRACE = 0.2
+#: longest line an interactive run's stdout may send (see Process.readline)
+LINE_LIMIT = 16 << 20
 
 
 class _Stream:
@@ -38,144 +53,299 @@ class _Stream:
         return self.data.decode("utf-8", errors="replace")
 
 
-def execute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> SandboxResult:
-    """Run ``launch`` to completion under ``limits``; always reaps and cleans up."""
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            launch.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=launch.env,
-            cwd=launch.cwd,
-            pass_fds=launch.pass_fds,
-            user=launch.user,
-            group=launch.group,
-            extra_groups=[] if launch.user is not None else None,
-            start_new_session=True,
-        )
-    except BaseException:
-        launch.close()
-        raise
-    # the child holds its own copies now
-    fds, launch.pass_fds = launch.pass_fds, ()
-    for fd in fds:
-        os.close(fd)
-    try:
-        out, err, stopped = _pump(proc, stdin, limits, start)
-    finally:
-        _kill(proc, launch)
-        proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-        launch.close()
-    duration = time.monotonic() - start
-    return _classify(proc.returncode, stopped, out, err, duration, launch, limits, backend)
+class _Capture(asyncio.Protocol):
+    """Keeps the first ``cap`` bytes of a pipe and tells its run about every change."""
+
+    def __init__(self, stream: _Stream, changed: Any) -> None:
+        self.stream = stream
+        self.changed = changed
+        self.closed = False
+
+    def data_received(self, data: bytes) -> None:
+        self.stream.feed(data)
+        self.changed()
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.changed()
 
 
-def _pump(proc: subprocess.Popen, stdin: bytes, limits: Limits, start: float) -> tuple[_Stream, _Stream, str | None]:
-    """Move bytes until both outputs close, the deadline passes or output overflows."""
-    out, err = _Stream(limits.output), _Stream(limits.output)
-    sel = selectors.DefaultSelector()
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    for fd in streams:
-        os.set_blocking(fd, False)
-        sel.register(fd, selectors.EVENT_READ)
-    pending = memoryview(stdin)
-    in_fd = proc.stdin.fileno()
-    if pending:
-        os.set_blocking(in_fd, False)
-        sel.register(in_fd, selectors.EVENT_WRITE)
-    else:
-        proc.stdin.close()
-    deadline = start + limits.timeout
-    exited_at: float | None = None
-    stopped: str | None = None
-    try:
-        while streams:
-            now = time.monotonic()
-            if now >= deadline:
-                stopped = "timeout"
-                break
-            if exited_at is None and _exited(proc.pid):
-                exited_at = now
-            if exited_at is not None and now - exited_at > _GRACE:
-                break  # something outside a pid namespace still holds the pipes
-            for key, _ in sel.select(timeout=min(0.05, deadline - now)):
-                fd = key.fd
-                if fd == in_fd:
-                    try:
-                        n = os.write(fd, pending[:_CHUNK])
-                        pending = pending[n:]
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        if isinstance(exc, BlockingIOError):
-                            continue
-                        pending = pending[:0]
-                    if not pending:
-                        sel.unregister(fd)
-                        proc.stdin.close()
-                    continue
-                try:
-                    chunk = os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    sel.unregister(fd)
-                    del streams[fd]
-                    continue
-                streams[fd].feed(chunk)
-                if out.seen + err.seen > limits.output_kill:
-                    stopped = "output"
-                    return out, err, stopped
-    finally:
-        sel.close()
-    if stopped is None:
-        # outputs closed; wait for the exit without reaping (see _kill)
-        pause = 0.001
-        while not _exited(proc.pid):
-            if time.monotonic() >= deadline:
-                stopped = "timeout"
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
-    return out, err, stopped
+class _Lines(asyncio.StreamReaderProtocol):
+    """An interactive run's stdout: a StreamReader the caller reads lines from."""
+
+    def __init__(self, reader: asyncio.StreamReader, changed: Any) -> None:
+        super().__init__(reader)
+        self.changed = changed
+        self.closed = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.closed = True
+        self.changed()
 
 
-def _exited(pid: int) -> bool:
-    """Has ``pid`` exited? Does not reap it, so its pid (= process group) stays ours."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
+class Process:
+    """A started sandboxed run. Made by :func:`start`; always end it with :meth:`finish`.
 
-
-def _kill(proc: subprocess.Popen, launch: Launch) -> None:
-    """Kill everything the run started, and wait until it is gone.
-
-    Called before the leader is reaped, so its pid (= process group) cannot belong to
-    anyone else. The namespace backends' pid 1 is a child of the leader in a session of
-    its own: killing it makes the kernel kill the rest of its namespace, and it only
-    disappears once they are all dead, so waiting for it is waiting for them.
+    ``interactive`` runs hand their stdout to the caller (:meth:`readline`) and take
+    stdin piece by piece (:meth:`send`); the others collect capped stdout themselves.
     """
-    children = [(pid, _start_time(pid)) for pid in _children(proc.pid)]
-    for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), *(
-        (lambda pid=pid: os.kill(pid, signal.SIGKILL)) for pid, _ in children
-    )):
+
+    def __init__(self, launch: Launch, limits: Limits, backend: str, interactive: bool) -> None:
+        self.launch = launch
+        self.limits = limits
+        self.backend = backend
+        self.interactive = interactive
+        self.out, self.err = _Stream(limits.output), _Stream(limits.output)
+        self.stopped: str | None = None
+        self.group: cgroups.RunGroup | None = None
+        self._changed = asyncio.Event()
+        self._popen: subprocess.Popen | None = None
+        self._pidfd: int | None = None
+        self._exited_at: float | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+        self._stdin: asyncio.WriteTransport | None = None
+        self._streams: list[_Capture | _Lines] = []
+        self._watchdog: asyncio.TimerHandle | None = None
+        self.reader: asyncio.StreamReader | None = None
+        #: how the run ended, once :meth:`finish` has run
+        self.result: SandboxResult | None = None
+        self.start = time.monotonic()
+
+    # -- starting ----------------------------------------------------------------------
+    async def _spawn(self) -> None:
+        loop = asyncio.get_running_loop()
+        where = cgroups.support()
+        if where.mode != "none":
+            try:
+                self.group = cgroups.RunGroup(where, self.limits)
+            except OSError:
+                self.group = None  # e.g. the host's group limit: the rlimits still hold
+        argv = (self.group.enter_argv() if self.group else []) + self.launch.argv
+        self.start = time.monotonic()
         try:
-            kill()
+            self._popen = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.launch.env,
+                cwd=self.launch.cwd, pass_fds=self.launch.pass_fds, user=self.launch.user, group=self.launch.group,
+                extra_groups=[] if self.launch.user is not None else None, start_new_session=True,
+            )  # fmt: skip
+        except BaseException:
+            self.launch.close()
+            self._remove_group()
+            raise
+        # the child holds its own copies now
+        fds, self.launch.pass_fds = self.launch.pass_fds, ()
+        for fd in fds:
+            os.close(fd)
+        self._pidfd = os.pidfd_open(self._popen.pid)
+        loop.add_reader(self._pidfd, self._on_exit)
+        self._watchdog = loop.call_at(loop.time() + self.limits.timeout, self._stop, "timeout")
+        popen = self._popen
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        if self.interactive:
+            self.reader = asyncio.StreamReader(limit=LINE_LIMIT)
+            lines = _Lines(self.reader, self._changed.set)
+            transport, _ = await loop.connect_read_pipe(lambda: lines, popen.stdout)
+            self._streams.append(lines)
+        else:
+            capture = _Capture(self.out, self._on_output)
+            transport, _ = await loop.connect_read_pipe(lambda: capture, popen.stdout)
+            self._streams.append(capture)
+        self._transports.append(transport)
+        errors = _Capture(self.err, self._on_output)
+        transport, _ = await loop.connect_read_pipe(lambda: errors, popen.stderr)
+        self._streams.append(errors)
+        self._transports.append(transport)
+        stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, popen.stdin)
+        self._stdin = stdin
+        self._transports.append(stdin)
+
+    def _on_exit(self) -> None:
+        if self._exited_at is None:
+            self._exited_at = time.monotonic()
+        if self._pidfd is not None:
+            asyncio.get_running_loop().remove_reader(self._pidfd)
+        self._changed.set()
+
+    def _on_output(self) -> None:
+        if self.out.seen + self.err.seen > self.limits.output_kill:
+            self._stop("output")
+        self._changed.set()
+
+    def _stop(self, why: str) -> None:
+        if self.stopped is None and self._exited_at is None:
+            self.stopped = why
+            self._signal_all()
+        self._changed.set()
+
+    # -- talking to an interactive run -------------------------------------------------
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the run's stdin (buffered; a run that has gone drops it)."""
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.write(data)
+
+    def close_stdin(self) -> None:
+        if self._stdin is not None:
+            self._stdin.close()
+
+    async def readline(self) -> bytes:
+        """The next line of an interactive run's stdout; ``b""`` once it is closed.
+
+        Raises ``ValueError`` for a line longer than :data:`LINE_LIMIT`."""
+        assert self.reader is not None, "readline needs an interactive run"
+        try:
+            return await self.reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+        except asyncio.LimitOverrunError:
+            raise ValueError(f"a line of more than {LINE_LIMIT} bytes") from None
+
+    # -- waiting and ending ------------------------------------------------------------
+    async def wait(self) -> None:
+        """Until the run has exited and closed its outputs, or was stopped."""
+        while self.stopped is None:
+            closed = all(s.closed for s in self._streams)
+            if self._exited_at is not None:
+                if closed:
+                    return
+                left = self._exited_at + _GRACE - time.monotonic()
+                if left <= 0:
+                    return  # something outside a pid namespace still holds the pipes
+            else:
+                left = None
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+    async def finish(self) -> SandboxResult:
+        """Kill whatever of the run is left, reap it, clean up, and say how it ended."""
+        if self.result is not None:
+            return self.result
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        popen = self._popen
+        assert popen is not None
+        try:
+            await self._kill()
+        finally:
+            if self._pidfd is not None:
+                try:
+                    asyncio.get_running_loop().remove_reader(self._pidfd)
+                except (ValueError, RuntimeError):
+                    pass
+                os.close(self._pidfd)
+                self._pidfd = None
+            popen.wait()
+            for transport in self._transports:
+                transport.close()
+            self.launch.close()
+        duration = (self._exited_at or time.monotonic()) - self.start
+        oom = self.group is not None and self.group.oom_killed()
+        self._remove_group()
+        self.result = _classify(popen.returncode, self.stopped, self.out, self.err, duration, self.launch,
+                                self.limits, self.backend, oom)  # fmt: skip
+        return self.result
+
+    def _signal_all(self) -> None:
+        """SIGKILL the run: its cgroup, or its process group and the namespace's pid 1.
+
+        Only while the leader is unreaped: its pid (= process group) is still ours."""
+        popen = self._popen
+        if popen is None:
+            return
+        if self.group is not None:
+            self.group.kill()
+        for pid in _children(popen.pid):
+            _sigkill(pid)
+        try:
+            os.killpg(popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    if launch.host_uid is not None:
-        kill_uid(launch.host_uid)
-    deadline = time.monotonic() + 5
-    while any(_alive(pid, start) for pid, start in children) and time.monotonic() < deadline:
-        time.sleep(0.005)
+
+    async def _kill(self) -> None:
+        """Kill everything the run started, and wait until it is gone.
+
+        The namespace backends' pid 1 is a child of the leader in a session of its own:
+        killing it makes the kernel kill the rest of its namespace, and it only
+        disappears once they are all dead, so waiting for it is waiting for them. With a
+        cgroup, the group being empty is the proof.
+        """
+        popen = self._popen
+        assert popen is not None
+        children = [(pid, _start_time(pid)) for pid in _children(popen.pid)]
+        self._signal_all()
+        if self.group is None and self.launch.host_uid is not None:
+            kill_uid(self.launch.host_uid)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            group_empty = self.group is None or self.group.kill()
+            if group_empty and self._exited_at is not None and not any(_alive(p, s) for p, s in children):
+                return
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), 0.005)
+            except asyncio.TimeoutError:
+                pass
+
+    def _remove_group(self) -> None:
+        if self.group is not None:
+            for _ in range(100):
+                if self.group.remove():
+                    break
+                self.group.kill()
+                time.sleep(0.001)
+            self.group = None
+
+
+async def start(launch: Launch, limits: Limits, backend: str, interactive: bool = False) -> Process:
+    """Start ``launch``; the caller must ``await process.finish()`` whatever happens."""
+    process = Process(launch, limits, backend, interactive)
+    try:
+        await process._spawn()
+    except BaseException:
+        if process._popen is not None:
+            await process.finish()
+        raise
+    return process
+
+
+async def aexecute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> SandboxResult:
+    """Run ``launch`` to completion under ``limits``; always reaps and cleans up."""
+    process = await start(launch, limits, backend)
+    try:
+        process.send(stdin)
+        process.close_stdin()
+        await process.wait()
+    finally:
+        result = await process.finish()
+    return result
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end from sync code, also when this thread runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="gem-sandbox-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def execute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> SandboxResult:
+    """Sync :func:`aexecute`."""
+    return run_sync(aexecute(launch, stdin, limits, backend))
+
+
+def _sigkill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _children(pid: int) -> list[int]:
@@ -229,15 +399,9 @@ def kill_uid(uid: int) -> None:
 
 
 def _classify(
-    returncode: int | None,
-    stopped: str | None,
-    out: _Stream,
-    err: _Stream,
-    duration: float,
-    launch: Launch,
-    limits: Limits,
-    backend: str,
-) -> SandboxResult:
+    returncode: int | None, stopped: str | None, out: _Stream, err: _Stream, duration: float, launch: Launch,
+    limits: Limits, backend: str, oom: bool = False,
+) -> SandboxResult:  # fmt: skip
     code: int | None = returncode
     limit: str | None = None
     if code is not None and launch.signal_as_128 and 128 < code <= 128 + 64:
@@ -248,6 +412,8 @@ def _classify(
         status, code, limit = Status.LIMIT, None, "output"
     elif code == 0:
         status = Status.OK
+    elif oom:
+        status, limit = Status.LIMIT, "memory"  # the run's cgroup went over run_memory
     elif code is not None and code < 0:
         sig = -code
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and duration >= (limits.cpu_time or 0)):
@@ -266,13 +432,6 @@ def _classify(
         elif "File too large" in last:
             status, limit = Status.LIMIT, "file_size"
     return SandboxResult(
-        status=status,
-        exit_code=code,
-        stdout=out.text(),
-        stderr=err.text(),
-        duration=duration,
-        backend=backend,
-        stdout_truncated=out.truncated,
-        stderr_truncated=err.truncated,
-        limit=limit,
-    )
+        status=status, exit_code=code, stdout=out.text(), stderr=err.text(), duration=duration, backend=backend,
+        stdout_truncated=out.truncated, stderr_truncated=err.truncated, limit=limit,
+    )  # fmt: skip
