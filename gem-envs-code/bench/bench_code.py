@@ -1,105 +1,101 @@
-"""Canonical-solution evaluation of all of HumanEval: sandboxed vs plain subprocesses.
+"""HumanEval's canonical solutions through ``gem.runner``, against the plain-subprocess limit.
 
-Runs each of the 164 reference solutions against its tests with 1, 2 and 4 runs at
-a time, in gem-tools' sandbox (bubblewrap here) and in plain unsandboxed
-subprocesses of the same interpreter running the same harness, and prints a table.
+For each concurrency (default 1, 8, 32), in one run on one machine:
 
-    python gem-envs-code/bench/bench_code.py [--workers 1 2 4] [--out table.md]
+- *env*: ``gem.runner.run_episodes`` over ``eval:HumanEval`` with a policy that answers
+  each problem with its reference solution; each answer is judged as in training (two
+  sandboxed processes per test: the program and the trusted judge, asyncio
+  subprocesses, no thread per test);
+- *plain*: the same programs and tests in one unsandboxed ``python`` subprocess per
+  problem, at the same concurrency: what a subprocess per problem can do at best here.
+
+It prints problems/s of each and their ratio (env / plain).
+
+    python gem-envs-code/bench/bench_code.py [--concurrency 1 8 32] [--problems 164] [--out table.md]
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import asyncio
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gem_envs_code.env import default_python
-from gem_envs_code.harness import TestResult, judge, prepare, run_test
+from gem.runner import run_episodes
+from gem_envs_code.env import CodeEnv, default_python
 from gem_envs_code.problems import Problem
 from gem_envs_code.sources import load_packaged
-from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
 
-TIMEOUT = 10.0
-
-
-def sandboxed(sandbox: Sandbox):
-    def run(problem: Problem) -> TestResult:
-        return run_test(sandbox, problem.tests[0], problem.meta["canonical"], problem)
-
-    return run
+TIMEOUT = 20.0
 
 
-def plain(python: str, workdir: Path):
-    def run(problem: Problem) -> TestResult:
-        test = problem.tests[0]
-        prepared = prepare(test, problem.meta["canonical"], problem)
-        with tempfile.TemporaryDirectory(dir=workdir) as cwd:
-            (Path(cwd) / "main.py").write_text(prepared.code)
-            start = time.monotonic()
-            done = subprocess.run([python, "-s", "main.py"], input=prepared.stdin, capture_output=True, cwd=cwd,
-                                  timeout=TIMEOUT)  # fmt: skip
-            duration = time.monotonic() - start
-        result = SandboxResult(
-            status=Status.OK if done.returncode == 0 else Status.ERROR, exit_code=done.returncode,
-            stdout=done.stdout.decode(errors="replace"), stderr=done.stderr.decode(errors="replace"),
-            duration=duration, backend="none",
-        )  # fmt: skip
-        return judge(test, prepared, result, 0, TIMEOUT)
+async def env_rate(problems: tuple[Problem, ...], concurrency: int) -> tuple[int, float]:
+    """(problems passed, problems/s) through the runner."""
+    answers = {p.prompt: f"```python\n{p.meta['canonical']}\n```" for p in problems}
 
-    return run
+    async def policy(observation: str) -> str:
+        return answers[observation]
 
+    # one env per concurrent slot; episode i poses problem i
+    class InOrder(CodeEnv):
+        async def areset(self, seed=None, **kwargs):
+            return self.reset(idx=seed)
 
-def measure(run, problems: tuple[Problem, ...], workers: int) -> tuple[int, float]:
     start = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(run, problems))
-    return sum(r.passed for r in results), time.perf_counter() - start
+    trajectories = await run_episodes(lambda: InOrder(dataset=problems, shuffle=False, test_timeout=TIMEOUT,
+                                                      total_timeout=2 * TIMEOUT),
+                                      policy, seeds=range(len(problems)), concurrency=concurrency)  # fmt: skip
+    seconds = time.perf_counter() - start
+    return sum(t.total_return == 1.0 for t in trajectories), len(problems) / seconds
+
+
+async def plain_rate(problems: tuple[Problem, ...], concurrency: int, python: str) -> tuple[int, float]:
+    """(problems passed, problems/s) with one bare subprocess per problem."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(problem: Problem) -> bool:
+        code = "\n".join([problem.setup, problem.meta["canonical"], problem.tests[0].code])
+        async with gate:
+            proc = await asyncio.create_subprocess_exec(
+                python, "-s", "-c", code, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            return await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+    start = time.perf_counter()
+    passed = await asyncio.gather(*(one(p) for p in problems))
+    return sum(passed), len(problems) / (time.perf_counter() - start)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--problems", type=int, default=164, help="the first N HumanEval problems")
     parser.add_argument("--out", help="also write the table to this file (markdown)")
     args = parser.parse_args(argv)
 
-    problems = load_packaged("humaneval")
+    problems = tuple(load_packaged("humaneval"))[: args.problems]
     python = default_python() or sys.executable
-    sandbox = Sandbox(limits=Limits(timeout=TIMEOUT), python=python)
-    sandboxed(sandbox)(problems[0])  # warm up: interpreter probe, backend check
-    rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        modes = [
-            (f"sandbox ({sandbox.backend_name})", sandboxed(sandbox)),
-            ("plain subprocess", plain(python, Path(scratch))),
-        ]
-        # interleaved, so that a change in the machine's load hits both modes alike
-        for workers in args.workers:
-            for label, run in modes:
-                passed, seconds = measure(run, problems, workers)
-                rows.append((label, workers, passed, seconds))
-    rows.sort(key=lambda row: row[0] != modes[0][0])
-    base = {label: seconds for label, workers, _, seconds in rows if workers == args.workers[0]}
-    plain_time = {w: s for label, w, _, s in rows if label == "plain subprocess"}
+    asyncio.run(env_rate(problems[:2], 1))  # warm up: interpreter probe, backend check, cgroup probe
     lines = [
         f"HumanEval canonical solutions, {len(problems)} problems, python {python}",
         "",
-        "| runs in | workers | passed | wall s | ms / problem | speed-up | vs plain |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| concurrency | env passed | env problems/s | plain passed | plain problems/s | env / plain |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, workers, passed, seconds in rows:
-        lines.append(
-            f"| {label} | {workers} | {passed}/{len(problems)} | {seconds:.2f} | {1000 * seconds / len(problems):.1f} "
-            f"| {base[label] / seconds:.2f}x | {seconds / plain_time[workers]:.2f}x |"
-        )
+    ok = True
+    for concurrency in args.concurrency:
+        # interleaved, so that a change in the machine's load hits both alike
+        env_passed, env_per_s = asyncio.run(env_rate(problems, concurrency))
+        plain_passed, plain_per_s = asyncio.run(plain_rate(problems, concurrency, python))
+        ok &= env_passed == len(problems)
+        lines.append(f"| {concurrency} | {env_passed}/{len(problems)} | {env_per_s:.1f} | "
+                     f"{plain_passed}/{len(problems)} | {plain_per_s:.1f} | {env_per_s / plain_per_s:.2f}x |")  # fmt: skip
+        print(lines[-1], flush=True)
     table = "\n".join(lines)
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n")
-    return 0 if all(passed == len(problems) for _, _, passed, _ in rows) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

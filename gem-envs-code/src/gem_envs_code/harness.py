@@ -1,9 +1,15 @@
-"""Run one test of one program in gem-tools' sandbox and judge it.
+"""Run one test of one program in gem-tools' sandbox and judge it, where the program
+cannot reach the verdict.
 
-Each test is a fresh sandbox run holding only what that test needs: for a
-stdin/stdout test the program itself (the expected output stays in this process),
-for a function test our harness (``_launcher.py``) with the setup code, the program
-and that one test sent on stdin, so nothing of any test is on the sandbox's disk.
+- stdin/stdout test: the program runs alone with the test's input; this process
+  compares its output with the expected one, which never enters the sandbox.
+- function test (HumanEval's ``check(candidate)``, MBPP's asserts): two sandboxed
+  processes. The *program* process (``_program.py``) runs the agent's code and answers
+  calls with plain values; the *judge* process (``_judge.py``) runs the problem's
+  setup and test code as written, its calls to the program's names going over a
+  channel this process relays line by line. Only the judge's last line is a verdict;
+  the program can answer calls (which is what a function does) and nothing else, so
+  nothing it prints, patches or exits with decides a pass.
 
 >>> from gem_tools.sandbox import Sandbox
 >>> from gem_envs_code.problems import IOTest
@@ -14,16 +20,21 @@ True
 from __future__ import annotations
 
 import ast
-import marshal
-import secrets
+import asyncio
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gem_envs_code.problems import AssertTest, IOTest, Problem, normalize_output
 from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
+from gem_tools.sandbox.runner import Process, run_sync
 
-LAUNCHER = Path(__file__).with_name("_launcher.py").read_text(encoding="utf-8")
+_HERE = Path(__file__).parent
+_WIRE = (_HERE / "_wire.py").read_text(encoding="utf-8")
+#: the scripts the two sandboxes run: the wire format's source, then the side's own
+PROGRAM = _WIRE + "\n" + (_HERE / "_program.py").read_text(encoding="utf-8")
+JUDGE = _WIRE + "\n" + (_HERE / "_judge.py").read_text(encoding="utf-8")
 #: how much of an input, output or error a failure message keeps
 SHOWN = 600
 
@@ -64,49 +75,38 @@ def _ended_badly(result: SandboxResult, timeout: float) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """What one test run executes: ``code`` as ``main.py``, fed ``stdin``."""
+def referenced_names(code: str) -> list[str]:
+    """The plain names ``code`` reads: the ones the judge may take from the program."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
 
-    code: str
-    stdin: bytes
-    nonce: str = ""
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
 
 
-def prepare(test: IOTest | AssertTest, program: str, problem: Problem | None = None) -> Prepared:
-    """The run of ``test`` against ``program``; ``problem`` gives a function test its
-    setup code and entry point."""
+async def arun_test(
+    sandbox: Sandbox, test: IOTest | AssertTest, program: str, problem: Problem | None = None,
+    index: int = 0, limits: Limits | None = None,
+) -> TestResult:  # fmt: skip
+    """Run ``test`` against ``program`` in ``sandbox`` and judge it (``problem`` gives a
+    function test its setup code and entry point)."""
+    limits = limits or sandbox.limits
     if isinstance(test, IOTest):
-        return Prepared(program, test.stdin.encode("utf-8", "replace"))
-    nonce = secrets.token_hex(16)
-    job = {
-        "nonce": nonce,
-        "setup": problem.setup if problem else "",
-        "program": program,
-        "test": test.code,
-        "entry_point": problem.entry_point if problem else None,
-    }
-    return Prepared(LAUNCHER, marshal.dumps(job), nonce)
-
-
-def judge(
-    test: IOTest | AssertTest, prepared: Prepared, result: SandboxResult, index: int, timeout: float
-) -> TestResult:
-    """Whether the run ``result`` of ``prepared`` passed ``test``."""
-    if isinstance(test, IOTest):
-        return _judge_io(test, result, index, timeout)
-    return _judge_function(result, prepared.nonce, index, timeout)
+        result = await sandbox.arun_python(program, stdin=test.stdin.encode("utf-8", "replace"), limits=limits)
+        return _judge_io(test, result, index, limits.timeout)
+    return await _function_test(sandbox, test, program, problem, index, limits)
 
 
 def run_test(
     sandbox: Sandbox, test: IOTest | AssertTest, program: str, problem: Problem | None = None,
     index: int = 0, limits: Limits | None = None,
 ) -> TestResult:  # fmt: skip
-    """Run ``test`` against ``program`` in ``sandbox`` and judge it."""
-    limits = limits or sandbox.limits
-    prepared = prepare(test, program, problem)
-    result = sandbox.run_python(prepared.code, stdin=prepared.stdin, limits=limits)
-    return judge(test, prepared, result, index, limits.timeout)
+    """Sync :func:`arun_test`."""
+    return run_sync(arun_test(sandbox, test, program, problem, index, limits))
 
 
 def _judge_io(test: IOTest, result: SandboxResult, index: int, timeout: float) -> TestResult:
@@ -123,38 +123,82 @@ def _judge_io(test: IOTest, result: SandboxResult, index: int, timeout: float) -
     return TestResult(index, False, "wrong answer", {**shown, "actual": actual}, result.duration)
 
 
-def _fail_detail(verdict: str | None) -> dict[str, str | None] | None:
-    """The dict of a ``FAIL {...}`` verdict (a literal: parsing it runs nothing)."""
-    if verdict is None or not verdict.startswith("FAIL "):
-        return None
+async def _function_test(
+    sandbox: Sandbox, test: AssertTest, program: str, problem: Problem | None, index: int, limits: Limits,
+) -> TestResult:  # fmt: skip
+    setup = problem.setup if problem else ""
+    entry = problem.entry_point if problem else None
+    names = sorted({*referenced_names(test.code), *([entry] if entry else [])})
+    outcome: tuple[str, Any] = ("timeout", None)
+    async with sandbox.open_python(JUDGE, limits=limits) as judge, sandbox.open_python(PROGRAM, limits=limits) as run:
+        judge.send(_line({"setup": setup, "test": test.code, "entry_point": entry}))
+        run.send(_line({"setup": setup, "program": program, "test_setup": problem.test_setup if problem else "",
+                        "names": names}))  # fmt: skip
+        try:
+            outcome = await asyncio.wait_for(_relay(judge, run), limits.timeout)
+        except asyncio.TimeoutError:
+            pass
+    return _outcome(outcome, judge, run, index, limits.timeout)
+
+
+async def _relay(judge: Process, run: Process) -> tuple[str, Any]:
+    """Carry lines between the judge and the program until the judge's verdict.
+
+    One answer per request, in turn: a line the program sends unasked is taken as its
+    next answer, and the judge rejects it as out of turn."""
     try:
-        detail = ast.literal_eval(verdict[5:])
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return {str(k): (None if v is None else str(v)) for k, v in detail.items()} if isinstance(detail, dict) else None
+        line = await run.readline()
+        while True:
+            if not line:
+                return "exited", None
+            judge.send(line)
+            request = await judge.readline()
+            if not request:
+                return "judge", None
+            message = json.loads(request)
+            if "verdict" in message:
+                return "verdict", message
+            run.send(request)
+            line = await run.readline()
+    except ValueError:  # a line over the limit (or, from the judge, not JSON: our bug)
+        return "too_large", None
 
 
-def _judge_function(result: SandboxResult, nonce: str, index: int, timeout: float) -> TestResult:
-    verdict = None
-    for line in result.stdout.splitlines():
-        if line.startswith(nonce + " "):
-            verdict = line[len(nonce) + 1:]
-    if verdict == "PASS" and result.status is Status.OK:
-        return TestResult(index, True, duration=result.duration)
-    bad = _ended_badly(result, timeout)
+def _outcome(outcome: tuple[str, Any], judge: Process, run: Process, index: int, timeout: float) -> TestResult:
+    kind, message = outcome
+    program = run.result
+    assert program is not None and judge.result is not None
+    duration = program.duration
+    if kind == "verdict":
+        if message["verdict"] == "pass":
+            return TestResult(index, True, duration=duration)
+        return _failed(message, index, duration)
+    if kind == "timeout":
+        bad = f"timed out after {timeout:.3g}s"
+        return TestResult(index, False, bad, {"error": bad}, duration)
+    if kind == "too_large":
+        bad = "the function returned a value too large to check"
+        return TestResult(index, False, bad, {"error": bad}, duration)
+    if kind == "judge":
+        error = tail(judge.result.stderr) or f"exit code {judge.result.exit_code}"
+        return TestResult(index, False, f"the test harness failed ({error.splitlines()[-1]})", {"error": error},
+                          duration)  # fmt: skip
+    bad = _ended_badly(program, timeout)
     if bad:
-        return TestResult(index, False, bad, {"error": bad}, result.duration)
-    detail = _fail_detail(verdict)
-    if detail is not None:
-        shown = {"error": tail(detail.get("message") or detail.get("error", ""))}
-        if detail.get("test"):
-            shown["test"] = clip(detail["test"])
-        if detail.get("actual") is not None:
-            shown["actual"] = clip(detail["actual"])
-        first = shown["error"].splitlines()[-1] if shown["error"] else detail.get("error", "failed")
-        where = "the program failed before the tests ran: " if detail.get("phase") != "test" else ""
-        return TestResult(index, False, where + first, shown, result.duration)
-    # no verdict: the program ended the process itself (exit, os._exit, a crash)
-    error = tail(result.stderr) or f"exit code {result.exit_code}"
-    message = "the program exited before the test finished" + (f" ({error.splitlines()[-1]})" if error else "")
-    return TestResult(index, False, message, {"error": error}, result.duration)
+        return TestResult(index, False, bad, {"error": bad}, duration)
+    # the program ended its process itself (exit, os._exit, a crash) before the verdict
+    error = tail(program.stderr) or f"exit code {program.exit_code}"
+    message_text = "the program exited before the test finished" + (f" ({error.splitlines()[-1]})" if error else "")
+    return TestResult(index, False, message_text, {"error": error}, duration)
+
+
+def _failed(verdict: dict[str, Any], index: int, duration: float) -> TestResult:
+    detail = {k: (None if v is None else str(v)) for k, v in verdict.items() if k != "verdict"}
+    shown = {"error": tail(detail.get("message") or detail.get("error") or "")}
+    if detail.get("test"):
+        shown["test"] = clip(detail["test"])
+    if detail.get("actual") is not None:
+        shown["actual"] = clip(detail["actual"])
+    first = shown["error"].splitlines()[-1] if shown["error"] else (detail.get("error") or "failed")
+    where = "the program failed before the tests ran: " if detail.get("phase") != "test" else ""
+    return TestResult(index, False, where + first, shown, duration)

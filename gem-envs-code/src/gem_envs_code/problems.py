@@ -5,8 +5,10 @@ Two test styles:
 - :class:`IOTest`: the program reads ``stdin`` and must print ``expected`` (compared
   after trimming, see :func:`normalize_output`). The expected output never enters the
   sandbox: the parent compares.
-- :class:`AssertTest`: Python code (asserts, or a ``check(candidate)`` call) run after
-  the program in the same interpreter, HumanEval/MBPP style.
+- :class:`AssertTest`: Python code (asserts, or a ``check(candidate)`` call),
+  HumanEval/MBPP style. It runs in a trusted judge process, not beside the program:
+  its calls to the program's functions go to the program's process and come back as
+  plain values (see :mod:`gem_envs_code.harness`).
 
 >>> p = Problem("demo/1", "Print the sum of two numbers.", (IOTest("1 2\\n", "3"),))
 >>> p.kind
@@ -29,7 +31,9 @@ class IOTest:
 
 @dataclass(frozen=True)
 class AssertTest:
-    """Test code run after the program; it passes when it raises nothing."""
+    """Test code; it passes when it raises nothing. It sees the problem's ``setup``
+    (trusted helpers) and, of the program, the names it uses that the setup does not
+    define, as stand-ins that call the program in its own process."""
 
     code: str
 
@@ -38,10 +42,13 @@ class AssertTest:
 class Problem:
     """One task: the prompt the agent sees and the tests its program must pass.
 
-    ``setup`` (function tests only) runs before the program in its namespace: the
-    HumanEval prompt (imports and helpers the tests call), MBPP's ``test_setup_code``.
-    ``entry_point`` names the function under test; the tests call it through a guard
-    that only lets plain data (numbers, strings, lists, dicts, ...) come back.
+    ``setup`` (function tests only) runs before the program in its namespace, and
+    before the test in the judge's: the HumanEval prompt (imports and helpers such as
+    ``poly`` that the tests call; the judge uses its own copy, not the program's).
+    ``test_setup`` runs in the program's process after the program: MBPP's
+    ``test_setup_code``, which builds test inputs from the program's own classes.
+    ``entry_point`` names the function under test; only plain data (numbers, strings,
+    lists, dicts, ...) comes back from it.
     """
 
     id: str
@@ -49,6 +56,7 @@ class Problem:
     tests: tuple[IOTest, ...] | tuple[AssertTest, ...]
     setup: str = ""
     entry_point: str | None = None
+    test_setup: str = ""
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:

@@ -10,14 +10,14 @@ True
 
 from __future__ import annotations
 
-import threading
+import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from gem_envs_code.harness import TestResult, run_test
+from gem_envs_code.harness import TestResult, arun_test
 from gem_envs_code.problems import Problem
 from gem_tools.sandbox import Sandbox
+from gem_tools.sandbox.runner import run_sync
 
 # below this many seconds of total budget a test is not worth starting
 _MIN_RUN = 0.05
@@ -54,11 +54,13 @@ class RunReport:
 
 
 class TestRunner:
-    """Runs a problem's tests in ``sandbox``, ``concurrency`` sandboxes at a time.
+    """Runs a problem's tests in ``sandbox``, ``concurrency`` tests at a time.
 
     Each test gets ``test_timeout`` seconds but never more than what is left of
     ``total_timeout`` for the whole program; a test that cannot start in time fails
-    with "total time budget exhausted".
+    with "total time budget exhausted". The tests run as asyncio subprocesses
+    (:meth:`arun`): many in flight take no thread each; :meth:`run` drives the same
+    coroutine from sync code.
     """
 
     __test__ = False  # not a pytest class
@@ -72,45 +74,36 @@ class TestRunner:
         self.concurrency = concurrency
         self.test_timeout = test_timeout
         self.total_timeout = total_timeout
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
 
-    def _executor(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="gem-code-test")
-            return self._pool
-
-    def run(self, problem: Problem, program: str, stop_on_failure: bool = True) -> RunReport:
+    async def arun(self, problem: Problem, program: str, stop_on_failure: bool = True) -> RunReport:
         """Run every test of ``problem`` against ``program``."""
         deadline = time.monotonic() + self.total_timeout
-        failed = threading.Event()
+        failed = False
+        # FIFO: the tests start in index order, so every test before a failure has
+        # started by the time a later one can see it
+        gate = asyncio.Semaphore(self.concurrency)
 
-        def one(index: int) -> TestResult | None:
-            # the pool starts tests in index order, so every test before a failure has
-            # started by the time this check can see it
-            if stop_on_failure and failed.is_set():
-                return None
-            left = deadline - time.monotonic()
-            if left < _MIN_RUN:
-                result = TestResult(index, False, _EXHAUSTED, {"error": _EXHAUSTED})
-            else:
-                limits = self.sandbox.limits.with_(timeout=min(self.test_timeout, left))
-                result = run_test(self.sandbox, problem.tests[index], program, problem, index, limits)
-            if not result.passed:
-                failed.set()
-            return result
+        async def one(index: int) -> TestResult | None:
+            nonlocal failed
+            async with gate:
+                if stop_on_failure and failed:
+                    return None
+                left = deadline - time.monotonic()
+                if left < _MIN_RUN:
+                    result = TestResult(index, False, _EXHAUSTED, {"error": _EXHAUSTED})
+                else:
+                    limits = self.sandbox.limits.with_(timeout=min(self.test_timeout, left))
+                    result = await arun_test(self.sandbox, problem.tests[index], program, problem, index, limits)
+                if not result.passed:
+                    failed = True
+                return result
 
-        if self.concurrency == 1 or len(problem.tests) == 1:
-            outcomes = [one(i) for i in range(len(problem.tests))]
-        else:
-            pool = self._executor()
-            outcomes = [f.result() for f in [pool.submit(one, i) for i in range(len(problem.tests))]]
+        outcomes = await asyncio.gather(*(one(i) for i in range(len(problem.tests))))
         return RunReport(len(problem.tests), tuple(r for r in outcomes if r is not None))
 
-    def close(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
-                self._pool = None
+    def run(self, problem: Problem, program: str, stop_on_failure: bool = True) -> RunReport:
+        """Sync :meth:`arun`."""
+        return run_sync(self.arun(problem, program, stop_on_failure))
 
+    def close(self) -> None:
+        """Nothing to release (kept for callers that close their runner)."""

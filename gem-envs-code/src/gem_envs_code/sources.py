@@ -80,8 +80,8 @@ def mbpp_problem(doc: Mapping[str, Any]) -> Problem:
     """An MBPP record as a problem: its three asserts are three tests; the first is shown.
 
     MBPP's ``test_setup_code`` builds test inputs from the program's own classes (task
-    367 makes trees of the program's ``Node``), so it runs after the program, as part
-    of each test.
+    367 makes trees of the program's ``Node``), so it runs in the program's process,
+    after the program; the asserts reach its objects as handles.
     """
     setup = doc.get("test_setup_code") or ""
     shown = f"{setup.strip()}\n{doc['test_list'][0]}" if setup else doc["test_list"][0]
@@ -89,8 +89,9 @@ def mbpp_problem(doc: Mapping[str, Any]) -> Problem:
     return Problem(
         id=f"MBPP/{doc['task_id']}",
         prompt=prompt,
-        tests=tuple(AssertTest(f"{setup}\n{t}" if setup else t) for t in doc["test_list"]),
+        tests=tuple(AssertTest(t) for t in doc["test_list"]),
         entry_point=_mbpp_entry_point(doc),
+        test_setup=setup,
         meta={"canonical": doc["code"]},
     )
 
