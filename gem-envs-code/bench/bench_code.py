@@ -89,7 +89,8 @@ def main(argv: list[str]) -> int:
         plain_passed, plain_per_s = asyncio.run(plain_rate(problems, concurrency, python))
         ok &= env_passed == len(problems)
         lines.append(f"| {concurrency} | {env_passed}/{len(problems)} | {env_per_s:.1f} | "
-                     f"{plain_passed}/{len(problems)} | {plain_per_s:.1f} | {env_per_s / plain_per_s:.2f}x |")  # fmt: skip
+                     f"{plain_passed}/{len(problems)} | {plain_per_s:.1f} | "
+                     f"{env_per_s / plain_per_s:.2f}x |")  # fmt: skip
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     print(table)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import fenced
 
@@ -114,3 +116,46 @@ def test_reset_order_and_state(humaneval) -> None:
     shuffled.set_state(state)
     assert shuffled.reset()[1]["idx"] == upcoming
     assert env.reset(idx=163)[1]["problem_id"] == "HumanEval/163"
+
+
+def test_reference_constructor_arguments() -> None:
+    # the reference's CodeEnv(dataset_name, split, dataset, question_key, test_key, seed,
+    # max_workers, max_tests, verbose, sandbox_type)
+    from gem.errors import DataUnavailableError
+
+    records = [{"problem": "Print the sum.", "tests": {"inputs": ["1 2", "3 4"], "outputs": ["3", "7"]}}]
+    env = CodeEnv(dataset=records, question_key="problem", test_key="tests", seed=0, max_workers=2, max_tests=12,
+                  verbose=False, sandbox_type="none")  # fmt: skip
+    env.reset()
+    assert env.step(fenced("print(sum(map(int, input().split())))"))[1] == 1.0
+    with pytest.raises(DataUnavailableError, match="axon-rl/TACO-8k"):
+        CodeEnv("axon-rl/TACO-8k", split="train")
+
+
+@pytest.mark.asyncio
+async def test_astep_runs_tests_as_async_subprocesses_without_a_thread_each() -> None:
+    import asyncio
+    import threading
+
+    from gem_tools.sandbox import cgroups
+
+    slow = Problem("slow", "p", tuple(AssertTest(f"assert slow({i}) == {i}") for i in range(4)), entry_point="slow")
+    envs = [make((slow,), max_workers=4, test_timeout=20) for _ in range(4)]
+    program = fenced("import time\ndef slow(x):\n    time.sleep(1.5)\n    return x")
+    threads_before, seen_threads, seen_runs = threading.active_count(), [], []
+    where = cgroups.support()
+
+    async def watch() -> None:
+        while True:
+            seen_threads.append(threading.active_count())
+            if where.memory is not None:
+                seen_runs.append(sum(1 for p in where.memory.iterdir() if p.name.startswith(f"run-{os.getpid()}-")))
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+    results = await asyncio.gather(*(env.astep(program) for env in envs))
+    watcher.cancel()
+    assert [r[1] for r in results] == [1.0] * 4
+    assert max(seen_threads) <= threads_before  # 16 tests, 32 sandboxed processes, no new thread
+    if where.memory is not None:  # each test's program and judge have a cgroup: all 16 tests overlapped
+        assert max(seen_runs) >= 2 * 16 - 4

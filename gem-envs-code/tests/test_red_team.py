@@ -285,5 +285,5 @@ def test_the_honest_twin_passes(envs) -> None:
     # the same harness, the reference solutions: 1.0, so the zeros above are the attacks' own
     for env_name, idx in [("humaneval", 0), ("humaneval", 32), ("mbpp", 0), ("mbpp-multi", 0)]:
         env = envs[env_name]
-        reward, info = _episode_reward(env, lambda entry: env.unwrapped.problem.meta["canonical"], idx)
+        reward, info = _episode_reward(env, lambda entry, env=env: env.unwrapped.problem.meta["canonical"], idx)
         assert reward == 1.0 and info["correct"], (env_name, idx, info)

@@ -69,7 +69,7 @@ def track_in_flight(owner, monkeypatch) -> list[int]:
 
     ``owner`` is a :class:`Sandbox` or the class itself (then ``args`` carry ``self``)."""
     lock, active, seen = threading.Lock(), [0], []
-    original = owner.run_python
+    original, async_original = owner.run_python, owner.arun_python
 
     def run_python(*args, **kwargs):
         with lock:
@@ -81,7 +81,18 @@ def track_in_flight(owner, monkeypatch) -> list[int]:
             with lock:
                 active[0] -= 1
 
+    async def arun_python(*args, **kwargs):  # native async: it does not go through run_python
+        with lock:
+            active[0] += 1
+            seen.append(active[0])
+        try:
+            return await async_original(*args, **kwargs)
+        finally:
+            with lock:
+                active[0] -= 1
+
     monkeypatch.setattr(owner, "run_python", run_python)
+    monkeypatch.setattr(owner, "arun_python", arun_python)
     return seen
 
 
@@ -305,3 +316,20 @@ async def test_tool_calls_overlap_in_the_async_runner(monkeypatch):
     assert all(t.total_return == pytest.approx(0.05 + 0.25 + 1.0) for t in trajectories)
     assert all(t.turns[0].info["use_tool"] and t.turns[1].info["correct"] for t in trajectories)
     assert max(seen) >= 2
+
+
+def test_python_tool_sees_no_site_packages_only_allowed_ones():
+    # issue 16: with a dataset wheel pip-installed in the venv, tool code read GSM8K's
+    # answers from site-packages; now it sees the stdlib and the packages it is allowed
+    import importlib.util
+
+    secret = importlib.util.find_spec("msgspec").origin  # a file in this venv's site-packages
+    code = (
+        f"<python>\ntry:\n    open({secret!r}).read(1); print('READ')\nexcept OSError:\n    print('hidden')\n"
+        "try:\n    import msgspec; print('IMPORTED')\nexcept ImportError:\n    print('no msgspec')\n</python>"
+    )
+    observation = PythonCodeTool(timeout=5).execute_action(code).observation
+    assert observation == "Code execution result: hidden\nno msgspec\n\n"
+    allowed = PythonCodeTool(timeout=5, packages=("msgspec",))
+    allowed = allowed.execute_action("<python>import msgspec; print(1)</python>")
+    assert allowed.observation == "Code execution result: 1\n\n"

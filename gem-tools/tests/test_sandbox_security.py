@@ -328,7 +328,7 @@ def _site_files() -> list[str]:
 
 
 def test_site_packages_and_project_data_are_not_readable(box):
-    targets = _site_files() + [str(PROJECT / "pyproject.toml")]
+    targets = [*_site_files(), str(PROJECT / "pyproject.toml")]
     code = f"""
         import os, sys
         readable = []

@@ -14,6 +14,9 @@ Protocol (one JSON object a line, relayed by the parent): in ``{"setup", "test",
 requests, and last ``{"verdict": "pass"}`` or ``{"verdict": "fail", ...}``.
 """
 
+# encode, decode and NotPlain come from _wire.py, whose source precedes this script's
+# ruff: noqa: F821
+
 import builtins
 import json
 import os
@@ -38,7 +41,7 @@ class Handle:
     """An object that stayed in the program's process: it can be passed back to the
     program's functions, and nothing else."""
 
-    __slots__ = ("ref", "kind")
+    __slots__ = ("kind", "ref")
 
     def __init__(self, ref, kind):
         self.ref, self.kind = ref, kind
@@ -111,8 +114,8 @@ class Channel:
 
     def call(self, ref, label, args, kwargs):
         self.calls += 1
-        args_sent = [encode(a, _outbound) for a in args]  # noqa: F821 (from _wire.py, prepended)
-        kwargs_sent = {"d": [[k, encode(v, _outbound)] for k, v in kwargs.items()]}  # noqa: F821
+        args_sent = [encode(a, _outbound) for a in args]
+        kwargs_sent = {"d": [[k, encode(v, _outbound)] for k, v in kwargs.items()]}
         self.send({"id": self.calls, "call": ref, "args": args_sent, "kwargs": kwargs_sent})
         reply = self.receive()
         if reply.get("id") != self.calls:
@@ -120,7 +123,7 @@ class Channel:
         shown = f"{label}({', '.join(_clip(repr(a)) for a in args)})"
         if "value" in reply:
             try:
-                value = decode(reply["value"], _inbound)  # noqa: F821
+                value = decode(reply["value"], _inbound)
             except Exception:
                 raise ProgramFailed("the program sent a malformed value") from None
             self.last = (shown, _clip(repr(value)))
@@ -200,7 +203,7 @@ def _bind(namespace, ready, entry):
                 continue
         elif "value" in info and name != entry:
             try:
-                namespace[name] = decode(info["value"], _inbound)  # noqa: F821
+                namespace[name] = decode(info["value"], _inbound)
             except Exception:
                 raise ProgramFailed("the program sent a malformed value") from None
         elif "unsendable" in info and name != entry:

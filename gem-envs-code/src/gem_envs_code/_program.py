@@ -13,6 +13,9 @@ out ``{"ready": {name: info}}`` or ``{"failed": {...}}``; then in ``{"id", "call
 "args", "kwargs"}``, out ``{"id", "value"}`` / ``{"id", "raised"}`` / ``{"id", "unsendable"}``.
 """
 
+# encode, decode and NotPlain come from _wire.py, whose source precedes this script's
+# ruff: noqa: F821
+
 import builtins
 import json
 import os
@@ -73,23 +76,23 @@ def main():
         else:
             try:
                 ready[name] = {"value": encode(value, refer)}
-            except NotPlain as exc:  # noqa: F821 (from _wire.py, prepended)
+            except NotPlain as exc:
                 ready[name] = {"unsendable": f"{exc.kind.__module__}.{exc.kind.__qualname__}"}
     send({"ready": ready})
     for line in channel_in:
         request = json.loads(line)
         reply = {"id": request["id"]}
         try:
-            function = decode(request["call"], resolve)  # noqa: F821
-            args = decode(request["args"], resolve)  # noqa: F821
-            kwargs = dict(decode(request["kwargs"], resolve))  # noqa: F821
+            function = decode(request["call"], resolve)
+            args = decode(request["args"], resolve)
+            kwargs = dict(decode(request["kwargs"], resolve))
             result = function(*args, **kwargs)
         except BaseException as exc:
             reply["raised"] = {"types": [k.__name__ for k in type(exc).__mro__], "message": _error_text(exc)}
         else:
             try:
-                reply["value"] = encode(result, refer)  # noqa: F821
-            except NotPlain as exc:  # noqa: F821
+                reply["value"] = encode(result, refer)
+            except NotPlain as exc:
                 reply["unsendable"] = f"{exc.kind.__module__}.{exc.kind.__qualname__}: {exc}"
         send(reply)
 

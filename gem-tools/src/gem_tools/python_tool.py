@@ -27,7 +27,9 @@ class PythonCodeTool(Tool):
     'Code execution result: 42\\n\\n'
 
     ``keep_error_last_line`` shows only the last line of stderr (the exception), as
-    GEM's option of that name does.
+    GEM's option of that name does. The code sees the standard library and, of the
+    installed packages, only ``packages`` (e.g. ``("numpy", "sympy", "mpmath")``): never
+    the environment's site-packages, where a dataset wheel with the answers may live.
     """
 
     name = "python"
@@ -48,11 +50,14 @@ class PythonCodeTool(Tool):
         backend: str = "auto",
         limits: Limits | None = None,
         python: str | None = None,
+        packages: tuple[str, ...] = (),
     ) -> None:
         self.timeout = timeout
         self.keep_error_last_line = keep_error_last_line
         base = limits or Limits()
-        self.sandbox = sandbox or Sandbox(backend=backend, limits=base.with_(timeout=timeout), python=python)
+        self.sandbox = sandbox or Sandbox(
+            backend=backend, limits=base.with_(timeout=timeout), python=python, packages=packages
+        )  # fmt: skip
 
     def parse(self, action: str) -> ToolCall | None:
         found = []

@@ -109,12 +109,15 @@ def interpreter(executable: str | None = None, packages: Sequence[str] = ()) -> 
     True
     """
     exe = os.path.abspath(executable or sys.executable)
-    out = subprocess.run([exe, "-I", "-c", _PROBE, *packages], capture_output=True, text=True, timeout=60, check=True)
+    probe = [exe, "-I", "-c", _PROBE, *packages]
+    out = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=True)
     found = json.loads(out.stdout)
     missing = [name for name, paths in found["packages"].items() if not paths]
     if missing:
-        raise UnknownPackageError(f"packages allowed into the sandbox are not installed for {exe}: "
-                                  f"{', '.join(missing)} (pip install them into that interpreter's environment)")  # fmt: skip
+        raise UnknownPackageError(
+            f"packages allowed into the sandbox are not installed for {exe}: {', '.join(missing)} "
+            "(pip install them into that interpreter's environment)"
+        )
     base = found["executable"]
     dirs = minimal_dirs([*found["stdlib"], os.path.dirname(base)])
     allowed = tuple(
