@@ -69,9 +69,9 @@ class CodeEnv(DatasetEnv):
     The reference package's arguments are accepted too: ``dataset_name`` (also as the
     first positional argument, a hub name such as ``"axon-rl/TACO-8k"``), ``split``,
     ``dataset`` (a list of records, or a Hugging Face ``Dataset``), ``question_key``,
-    ``test_key``, ``seed``, ``max_workers``, ``max_tests``, ``verbose``, and
-    ``sandbox_type`` (a backend name here; the reference's ``"none"``, which runs
-    programs unsandboxed, means the default sandbox).
+    ``test_key``, ``seed``, ``max_workers``, ``max_tests``, ``verbose`` (no effect:
+    ``info`` always says what happened), and ``sandbox_type`` (a backend name here; the
+    reference's ``"none"``, which runs programs unsandboxed, means the default sandbox).
 
     ``astep`` runs the tests as asyncio subprocesses (no thread per test); ``step``
     drives the same coroutine.
@@ -135,7 +135,6 @@ class CodeEnv(DatasetEnv):
         self.max_turns = int(max_turns)
         self.retry_penalty = float(retry_penalty)
         self.format_error_reward = float(format_error_reward)
-        self.verbose = verbose
         self.limits = Limits(timeout=test_timeout, memory=memory)
         self._runner_args = (max_workers, test_timeout, total_timeout)
         self._sandbox_args = (sandbox_backend, python or default_python(), tuple(packages))
