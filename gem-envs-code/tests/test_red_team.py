@@ -233,6 +233,16 @@ ATTACKS = {
             time.sleep(0.1)
             return None
     """,
+    "StopIteration to end a test's loop early": """
+        def {entry}(*args, **kwargs):
+            raise StopIteration
+    """,
+    "an int too large to print": """
+        import sys
+        sys.set_int_max_str_digits(0)
+        def {entry}(*args, **kwargs):
+            return 7 ** 200000
+    """,
     "reads the channel and answers ahead": """
         import os, json
         _spray([b'{"ready":{"%s":{"callable":true}}}\\n' % b"{entry}"] + FAKE[3:])

@@ -120,13 +120,13 @@ class Channel:
         reply = self.receive()
         if reply.get("id") != self.calls:
             raise ProgramFailed("the program answered out of turn")
-        shown = f"{label}({', '.join(_clip(repr(a)) for a in args)})"
+        shown = f"{label}({', '.join(_shown(a) for a in args)})"
         if "value" in reply:
             try:
                 value = decode(reply["value"], _inbound)
             except Exception:
                 raise ProgramFailed("the program sent a malformed value") from None
-            self.last = (shown, _clip(repr(value)))
+            self.last = (shown, _shown(value))
             return value
         if "raised" in reply:
             raise _remote_exception(reply["raised"], shown)
@@ -135,24 +135,31 @@ class Channel:
         raise ProgramFailed("the program sent a malformed reply")
 
 
-def _clip(text, limit=300):
+def _shown(value, limit=300):
+    """``repr(value)`` cut to ``limit``; never raises (a 10**6-digit int has no repr)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError, MemoryError):
+        return f"<a {type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _remote_exception(raised, shown):
     """The judge's own exception for one the program raised: the first builtin
     ``Exception`` type in its MRO (so ``except ValueError`` in a test still works);
-    anything else breaks the test off."""
+    anything else (``SystemExit``, ``StopIteration``, no builtin base) breaks the test off."""
     message = str(raised.get("message", ""))[-2000:] if type(raised) is dict else ""
     names = raised.get("types", []) if type(raised) is dict else []
     for name in names if type(names) is list else []:
         kind = getattr(builtins, str(name), None)
+        if kind in (StopIteration, StopAsyncIteration):
+            break  # raised into a test's ``for x in map(candidate, ...)`` it would end the loop quietly
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
                 return kind(message)
             except Exception:  # a type whose constructor wants more (UnicodeDecodeError)
                 return Exception(f"{name}: {message}")
-    return ProgramFailed(f"{shown} raised {message.splitlines()[-1] if message else 'a BaseException'}")
+    return ProgramFailed(f"{shown} raised {message.splitlines()[-1] if message else 'an exception'}")
 
 
 def _failing_assert(test, exc):
