@@ -43,3 +43,38 @@ def test_stub_solutions_fail(sandbox, humaneval, mbpp) -> None:
         stub = f"def {problem.entry_point}(*args, **kwargs):\n    return None\n"
         assert not runner.run(problem, stub).all_passed, problem.id
     runner.close()
+
+
+#: appended to a reference solution: every return value comes back slightly wrong
+PERTURBED = """
+
+def _perturb(value):
+    if type(value) is bool:
+        return not value
+    if type(value) in (int, float):
+        return value + 1
+    if type(value) is str:
+        return value + "x"
+    if type(value) in (list, tuple):
+        return value + type(value)([None])
+    return 0 if value is None else None
+_reference = {entry}
+def {entry}(*args, **kwargs):
+    return _perturb(_reference(*args, **kwargs))
+"""
+
+
+def test_nearly_right_solutions_fail(sandbox, humaneval, mbpp) -> None:
+    # the reference answer off by one (or negated, or one element longer) on every call:
+    # the judge's comparisons, tolerances included, must catch each (all 164 + 100 of
+    # MBPP did when this was written; a sample here)
+    runner = TestRunner(sandbox, concurrency=3, test_timeout=30)
+    sample = [*humaneval[::2], *mbpp[::10]]
+
+    def passes(problem) -> bool:
+        program = problem.meta["canonical"] + PERTURBED.replace("{entry}", problem.entry_point)
+        return runner.run(problem, program).all_passed
+
+    with ThreadPoolExecutor(2) as pool:
+        passed = list(pool.map(passes, sample))
+    assert [p.id for p, ok in zip(sample, passed) if ok] == []
