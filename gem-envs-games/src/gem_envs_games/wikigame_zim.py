@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import html
 import os
+import posixpath
 import random
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -121,8 +124,11 @@ class ZimWiki:
         links: list[str] = []
         for href in parser.hrefs:
             target = _article_path(here, href)
-            if target and target not in links and target != _short(here) and self._resolve(target) is not None:
-                links.append(target)
+            found = self._resolve(target) if target else None
+            # the linked article's own id: redirects and namespace spellings all name one page
+            link = _short(found.path) if found is not None else None
+            if link and link not in links and link != _short(here):
+                links.append(link)
                 if len(links) >= MAX_LINKS:
                     break
         text = " ".join(" ".join(parser.text).split())
@@ -197,7 +203,8 @@ def write_zim(path: str | os.PathLike[str], articles: dict[str, tuple[str, str, 
                            ("Date", "2025-01-01"), ("Name", "gem_wikigame")):
             creator.add_metadata(key, value)
         for page_id, (title, text, links) in articles.items():
-            anchors = " ".join(f'<a href="{html.escape(link)}">{html.escape(articles[link][0])}</a>' for link in links
+            # relative hrefs, as kiwix dumps write them
+            anchors = " ".join(f'<a href="{html.escape(posixpath.relpath(link, posixpath.dirname(page_id) or "."))}">{html.escape(articles[link][0])}</a>' for link in links
                                if link in articles)
             body = (f"<html><head><title>{html.escape(title)}</title></head><body>"
                     f"<p>{html.escape(text)}</p><p>See also: {anchors}</p></body></html>")
@@ -268,5 +275,9 @@ def tiny_zim() -> Path:
 
     path = data_dir() / "wikigame" / f"tiny-v{_TINY_VERSION}.zim"
     if not path.is_file():
-        write_zim(path, tiny_articles(), main="Physics")
+        # libzim's writer reports its progress on the process's stdout (C++, not sys.stdout): write in a child
+        # process whose stdout goes nowhere, so `gem play` and friends show only the game
+        code = ("import sys; from gem_envs_games.wikigame_zim import tiny_articles, write_zim; "
+                "write_zim(sys.argv[1], tiny_articles(), main='Physics')")
+        subprocess.run([sys.executable, "-c", code, str(path)], stdout=subprocess.DEVNULL, check=True)
     return path
