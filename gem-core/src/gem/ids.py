@@ -22,6 +22,8 @@ SUITE_PACKAGES = {
     "code": "gem-envs-code",
     "qa": "gem-envs-qa",
     "tool": "gem-tools",
+    "logic": "gem-envs-qa",
+    "webshop": "gem-envs-qa",
     "multi": "gem-envs-multi",
     "terminal": "gem-envs-terminal",
 }
