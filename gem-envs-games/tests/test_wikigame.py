@@ -186,7 +186,7 @@ class _FakeMediaWiki(BaseHTTPRequestHandler):
 
     randoms = iter(["Physics", "Moon"] * 1000)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
         articles = tiny_articles()
         if query.get("list") == "random":

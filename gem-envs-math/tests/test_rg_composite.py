@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
-import gem  # noqa: E402
-from gem.testing import check_env  # noqa: E402
-from gem_envs_math.rg_datasets import COMPOSITE_DEFAULT  # noqa: E402
+import gem
+from gem.testing import check_env
+from gem_envs_math.rg_datasets import COMPOSITE_DEFAULT
 
 
 def test_default_mix_conforms_and_scores_by_sub_dataset():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from gem.multiagent import OpponentEnv, make_game
+from gem.multiagent import check_multiagent_env, make_game
 from gem.testing import check_env
 
 IDS = gem.list_envs("multi:")
@@ -23,12 +23,7 @@ def test_check_env(env_id):
 
 @pytest.mark.parametrize("game", GAMES)
 def test_every_seat_against_every_scripted_player(game):
-    from gem.registry import load_entry_point
-
-    cls = load_entry_point(game, "test")
-    for seat in cls().possible_agents:
-        for opponent in cls.scripted_players:
-            check_env(OpponentEnv(game, opponent=opponent, seat=seat), num_random_strings=20, skip=("async",))
+    check_multiagent_env(game, num_random_strings=20, skip=("async",))
 
 
 def test_make_game_gives_the_multi_agent_env():

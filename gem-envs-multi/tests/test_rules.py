@@ -25,7 +25,7 @@ def _versus(env_id, players, seeds):
 def test_tictactoe_solver_never_loses():
     # solver against solver: always a draw; solver against random: never a loss, from either seat
     assert _versus("multi:TicTacToe-v0", {"x": "solver", "o": "solver"}, range(20)) == {"x": 10.0, "o": 10.0}
-    for seat, other in (("x", "o"), ("o", "x")):
+    for seat in ("x", "o"):
         for seed in range(40):
             game = make_game("multi:TicTacToe-v0")
             game.reset(seed=seed)

@@ -9,15 +9,14 @@ import re
 import pytest
 from hydra import compose, initialize_config_module
 
+import gem
+from gem_train.cli import to_train_config
+from gem_train.metrics_log import read_metrics
+from gem_train.rollout import TurnSample
+from gem_train.selfplay import collect_selfplay, game_of
+from gem_train.trainer import train
+
 pytest.importorskip("gem_envs_multi")
-
-from gem_train.cli import to_train_config  # noqa: E402
-from gem_train.metrics_log import read_metrics  # noqa: E402
-from gem_train.rollout import TurnSample  # noqa: E402
-from gem_train.selfplay import collect_selfplay, game_of  # noqa: E402
-from gem_train.trainer import train  # noqa: E402
-
-import gem  # noqa: E402
 
 
 def first_free_cell(observation) -> str:

@@ -204,8 +204,9 @@ def write_zim(path: str | os.PathLike[str], articles: dict[str, tuple[str, str, 
             creator.add_metadata(key, value)
         for page_id, (title, text, links) in articles.items():
             # relative hrefs, as kiwix dumps write them
-            anchors = " ".join(f'<a href="{html.escape(posixpath.relpath(link, posixpath.dirname(page_id) or "."))}">{html.escape(articles[link][0])}</a>' for link in links
-                               if link in articles)
+            here = posixpath.dirname(page_id) or "."
+            anchors = " ".join(f'<a href="{html.escape(posixpath.relpath(link, here))}">'
+                               f"{html.escape(articles[link][0])}</a>" for link in links if link in articles)
             body = (f"<html><head><title>{html.escape(title)}</title></head><body>"
                     f"<p>{html.escape(text)}</p><p>See also: {anchors}</p></body></html>")
             creator.add_item(_Article(page_id, title, body))

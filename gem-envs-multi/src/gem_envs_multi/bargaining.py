@@ -94,7 +94,8 @@ class Bargaining(TextGame):
             take = self.offers[-1][1]
             shares = {other: take, agent: self._rest(take)}
             rewards = {a: _value(self.values[a], shares[a]) / TOTAL for a in self.possible_agents}
-            deal = "; ".join(f"{a} gets {shares[a]}, worth {rewards[a] * TOTAL:.0f} to them" for a in self.possible_agents)
+            deal = "; ".join(f"{a} gets {shares[a]}, worth {rewards[a] * TOTAL:.0f} to them"
+                             for a in self.possible_agents)
             self.finish(f"The game is over: deal. {deal}.")
             return rewards
         if any(t > c for t, c in zip(move, self.counts)):

@@ -13,7 +13,7 @@ wastes the turn. Rewards: win 1, draw 0.5 each, loss 0.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from gem_envs_multi.base import TextGame
@@ -30,7 +30,7 @@ def winner(board: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _value(board: str, mark: str) -> int:
     """Minimax value of ``board`` with ``mark`` to move, from ``mark``'s side: 1 win, 0 draw, -1 loss."""
     won = winner(board)

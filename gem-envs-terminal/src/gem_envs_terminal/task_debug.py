@@ -110,5 +110,6 @@ def fix_shell_script(rng: random.Random) -> Task:
         return float(bool(out) and out[-1].strip() == expected)
 
     return Task("count.sh DIR should print how many .txt files DIR holds, but it counts every file. Fix it.",
-                {"count.sh": script}, check, ("sed -i 's/ls \"$1\" | wc -l/ls \"$1\" | grep -c \"\\\\.txt$\"/' count.sh",),
+                {"count.sh": script}, check,
+                ("sed -i 's/ls \"$1\" | wc -l/ls \"$1\" | grep -c \"\\\\.txt$\"/' count.sh",),
                 executable=("count.sh",))

@@ -96,7 +96,8 @@ def largest_file(rng: random.Random) -> Task:
     sizes = rng.sample(range(10, 400), 5)
     files = {f"data/{n}.bin": "x" * s for n, s in zip(names, sizes)}
     biggest = max(files, key=lambda p: len(files[p])).split("/")[1]
-    return Task("Write the name (just the file name, e.g. foo.bin) of the largest file in data/ into answer.txt.", files,
+    return Task("Write the name (just the file name, e.g. foo.bin) of the largest file in data/ into answer.txt.",
+                files,
                 lambda ws, probe: text_is(ws, "answer.txt", biggest),
                 ("ls -S data | head -n 1 > answer.txt",))
 
@@ -119,5 +120,6 @@ def remove_empty(rng: random.Random) -> Task:
     full = {f"{n}.txt": f"{n}\n" for n in names[:3]}
     empty = {f"{n}.txt": "" for n in names[3:]}
     return Task("Delete every empty file in the workspace root; keep the others.", full | empty,
-                lambda ws, probe: all_of(*(not ws.exists(p) for p in empty), *(ws.text(p) == d for p, d in full.items())),
+                lambda ws, probe: all_of(*(not ws.exists(p) for p in empty),
+                                         *(ws.text(p) == d for p, d in full.items())),
                 ("find . -maxdepth 1 -type f -empty -delete",))

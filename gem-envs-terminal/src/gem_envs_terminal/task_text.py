@@ -64,7 +64,8 @@ def csv_sum(rng: random.Random) -> Task:
     rows = [(rng.choice(WORDS), rng.randint(1, 500)) for _ in range(rng.randint(8, 20))]
     csv = "item,amount\n" + "".join(f"{a},{b}\n" for a, b in rows)
     return Task("sales.csv has a header line and columns item,amount. Write the sum of the amount column into "
-                "answer.txt.", {"sales.csv": csv}, lambda ws, probe: text_is(ws, "answer.txt", str(sum(b for _, b in rows))),
+                "answer.txt.", {"sales.csv": csv},
+                lambda ws, probe: text_is(ws, "answer.txt", str(sum(b for _, b in rows))),
                 ("awk -F, 'NR>1 {s+=$2} END {print s}' sales.csv > answer.txt",))
 
 

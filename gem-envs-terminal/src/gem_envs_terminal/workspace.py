@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem_tools.sandbox import Limits, MiB, Sandbox, SandboxResult, Status
+from gem_tools.sandbox import MiB, Sandbox, SandboxResult, Status
 
 #: the most the workspace may hold (bytes of file contents, entries); beyond it a command's changes are dropped
 MAX_BYTES = 1 * MiB

@@ -5,6 +5,7 @@ policy per agent or one shared policy (:func:`run`, :func:`run_multiagent_episod
 >>> from gem.multiagent import MultiAgentEnv, AgentSelector, OpponentEnv
 """
 
+from gem.multiagent.check import check_multiagent_env
 from gem.multiagent.env import AgentSelector, MultiAgentEnv, MultiStepResult
 from gem.multiagent.opponent import OpponentEnv
 from gem.multiagent.runner import MultiAgentTrajectory, make_game, run, run_multiagent_episodes
@@ -15,6 +16,7 @@ __all__ = [
     "MultiAgentTrajectory",
     "MultiStepResult",
     "OpponentEnv",
+    "check_multiagent_env",
     "make_game",
     "run",
     "run_multiagent_episodes",

@@ -150,8 +150,8 @@ class OpponentEnv(Env):
             self.over = True
             terminated = terminated or not truncated
         # observe() shows the position and the seat's latest feedback, after the opponents' replies
-        return self.game.observe(self.seat), reward, terminated, truncated, {**info, "seat": self.seat, "opponent_actions": [
-            m for m in moves if m]}
+        info.update(seat=self.seat, opponent_actions=[m for m in moves if m])
+        return self.game.observe(self.seat), reward, terminated, truncated, info
 
     def sample_random_action(self) -> str:
         return self.game.sample_random_action(self.seat)
