@@ -68,6 +68,13 @@ def test_a_command_that_runs_too_long_is_stopped():
     assert env.workspace.text("a.txt") == "before\n"
 
 
+def test_an_overlong_command_is_refused():
+    env = gem.make("terminal:Shell-v0", task="create_file")
+    env.reset(seed=0)
+    obs, reward, terminated, *_ = env.step("<bash>echo " + "a" * 100_000 + "</bash>")
+    assert "was not run" in obs and reward == 0.0 and not terminated
+
+
 def test_oversized_workspace_is_refused_and_the_old_one_kept():
     env = gem.make("terminal:Shell-v0", task="create_file")
     env.reset(seed=0)

@@ -33,6 +33,8 @@ NO_EPISODE = "No episode is running: call reset() to start one."
 #: the reference's tag grammar; a bounded, non-backtracking scan (tags are matched literally)
 _TAG = re.compile(r"<(bash|finish)>")
 MAX_TIMEOUT = 30.0
+#: longer commands are refused (a shell would fail on them with "argument list too long" anyway)
+MAX_COMMAND = 64 * 1024
 
 RANDOM_COMMANDS = ("ls -la", "pwd", "cat *.txt | head -n 5", "find . -type f | head", "echo hi > scratch.txt",
                    "wc -l * 2>/dev/null | tail -n 1", "rm -f scratch.txt", "mkdir -p tmpdir")
@@ -144,6 +146,11 @@ class TerminalEnv(gem.Env):
         info: dict[str, Any] = {"format_error": False}
         if kind == "finish":
             return self._end("Finished.", terminated=True, info=info)
+        if len(command) > MAX_COMMAND:
+            text = f"The command is longer than {MAX_COMMAND} characters and was not run."
+            if self.turn >= self.max_turns:
+                return self._end(text + "\nThat was the last turn.", terminated=False, info=info)
+            return text, 0.0, False, False, info
         # commands with NULs or lone surrogates cannot be passed to a shell: make them plain text
         command = command.replace("\x00", "").encode("utf-8", errors="replace").decode("utf-8")
         limit = min(timeout if timeout and timeout > 0 else self.timeout, MAX_TIMEOUT)
