@@ -146,6 +146,8 @@ def test_opponent_env_rewards_and_bad_arguments():
     assert info["opponent_actions"] == [{"agent_0": "bad"}] and "agent_1" in obs
     _obs, reward, _t, _tr, info = env.step("good")
     assert reward == 1.0 and info["opponent_actions"] == [{"agent_0": "bad"}]
+    twin = OpponentEnv(Counter(num_agents=2), "random", "agent_1").spawn()
+    assert twin.seat == "agent_1" and isinstance(twin.game, Counter) and twin.game is not env.game
     with pytest.raises(ValueError, match="seat"):
         OpponentEnv(Counter, seat="nobody")
     with pytest.raises(ValueError, match="unknown opponent"):

@@ -165,11 +165,11 @@ class OpponentEnv(Env):
 
     def spawn(self, same_state: bool = False, **overrides: Any) -> Env:
         args, kwargs = self._init_args
-        game = kwargs.get("game", args[0] if args else None)
-        if isinstance(game, MultiAgentEnv):
-            # a fresh game, not the one this env plays on
-            kwargs = {**kwargs, "game": game.spawn()}
-            args = args[1:]
+        # a fresh game, not the one this env plays on
+        if isinstance(kwargs.get("game"), MultiAgentEnv):
+            kwargs = {**kwargs, "game": kwargs["game"].spawn()}
+        elif args and isinstance(args[0], MultiAgentEnv):
+            args = (args[0].spawn(), *args[1:])
         env = type(self)(*args, **{**kwargs, **overrides})
         env.env_id, env.spec = self.env_id, self.spec
         if same_state:
