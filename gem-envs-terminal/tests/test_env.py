@@ -33,6 +33,8 @@ def test_action_grammar():
     assert parse_action("think <finish>done</finish> <bash>ls</bash>") == ("finish", "", None)
     assert parse_action("<bash>never closed") is None and parse_action("ls") is None
     assert parse_action("<bash>" * 10000) is None
+    # linear: a megabyte of unclosed tags is one search per tag name, not one per tag
+    assert parse_action("<bash><finish>" * 80_000) is None
 
 
 def test_format_error_ends_without_a_check():

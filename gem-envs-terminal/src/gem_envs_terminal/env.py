@@ -42,10 +42,17 @@ RANDOM_COMMANDS = ("ls -la", "pwd", "cat *.txt | head -n 5", "find . -type f | h
 
 def parse_action(action: str) -> tuple[str, str, float | None] | None:
     """``("bash", command, timeout)`` / ``("finish", "", None)`` from the first complete tag, or None."""
+    unclosed: set[str] = set()
     for match in _TAG.finditer(action):
         name = match.group(1)
+        if name in unclosed:
+            continue
         end = action.find(f"</{name}>", match.end())
         if end < 0:
+            # no closing tag after this one, so none after any later one either: one search per tag name
+            unclosed.add(name)
+            if len(unclosed) == 2:
+                return None
             continue
         content = action[match.end():end]
         if name == "finish":
