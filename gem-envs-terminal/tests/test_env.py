@@ -30,6 +30,8 @@ def test_action_grammar():
     assert parse_action("<bash>ls -la</bash>") == ("bash", "ls -la", None)
     assert parse_action("<bash>cmd: echo hi\ntimeout_secs: 3</bash>") == ("bash", "echo hi", 3.0)
     assert parse_action("<bash>cmd: [unclosed</bash>") == ("bash", "cmd: [unclosed", None)
+    for nested in ("cmd: " + "[" * 4000, "cmd: " + "[" * 60_000, "cmd: " + "{a: " * 1000):
+        assert parse_action(f"<bash>{nested}</bash>") == ("bash", nested.strip(), None)
     assert parse_action("think <finish>done</finish> <bash>ls</bash>") == ("finish", "", None)
     assert parse_action("<bash>never closed") is None and parse_action("ls") is None
     assert parse_action("<bash>" * 10000) is None

@@ -35,6 +35,8 @@ _TAG = re.compile(r"<(bash|finish)>")
 MAX_TIMEOUT = 30.0
 #: longer commands are refused (a shell would fail on them with "argument list too long" anyway)
 MAX_COMMAND = 64 * 1024
+MAX_YAML = 4096
+MAX_YAML_BRACKETS = 64
 
 RANDOM_COMMANDS = ("ls -la", "pwd", "cat *.txt | head -n 5", "find . -type f | head", "echo hi > scratch.txt",
                    "wc -l * 2>/dev/null | tail -n 1", "rm -f scratch.txt", "mkdir -p tmpdir")
@@ -63,10 +65,13 @@ def parse_action(action: str) -> tuple[str, str, float | None] | None:
 
 def _command(content: str) -> tuple[str, float | None]:
     text = content.strip()
-    if text.startswith("cmd:"):
+    # YAML only for the reference's short `cmd: ...` form: PyYAML's parser is recursive and its scanner slows
+    # down quadratically on nested flow collections (4000 "[" take seconds), so long or bracket-heavy text
+    # is taken as the command itself
+    if text.startswith("cmd:") and len(text) <= MAX_YAML and text.count("[") + text.count("{") <= MAX_YAML_BRACKETS:
         try:
             data = yaml.safe_load(text)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             data = None
         if isinstance(data, dict) and isinstance(data.get("cmd"), str):
             timeout = data.get("timeout_secs")
