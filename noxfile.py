@@ -22,7 +22,8 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa", "gem-train"]
+PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa",
+            "gem-envs-multi", "gem-envs-terminal", "gem-train"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
@@ -32,7 +33,10 @@ SIBLINGS: dict[str, list[str]] = {
     "gem-tools": ["gem-core"],
     "gem-envs-code": ["gem-core", "gem-tools"],
     "gem-envs-qa": ["gem-core", "gem-tools"],
-    "gem-train": ["gem-core", "gem-envs-games"],
+    "gem-envs-multi": ["gem-core"],
+    "gem-envs-terminal": ["gem-core", "gem-tools"],
+    # gem-envs-multi: the self-play test trains on a multi: game
+    "gem-train": ["gem-core", "gem-envs-games", "gem-envs-multi"],
 }
 
 #: pip installs that must come before the package itself (torch first: an unpinned torch
@@ -63,6 +67,7 @@ FULL_EXTRAS: dict[str, str] = {"gem-core": "ray", "gem-envs-math": "reasoning-gy
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian package}
     "gem-tools": {"bwrap": "bubblewrap", "unshare": "util-linux"},
     "gem-envs-code": {"bwrap": "bubblewrap"},
+    "gem-envs-terminal": {"bwrap": "bubblewrap"},
 }
 
 nox.options.sessions = ["tests"]

@@ -20,7 +20,7 @@ from gem.registration import list_envs, make, make_vec, print_envs, register, sp
 
 __version__ = "0.1.0"
 
-_LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding"}
+_LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding", "multiagent"}
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,10 @@ SUITE_PACKAGES = {
     "code": "gem-envs-code",
     "qa": "gem-envs-qa",
     "tool": "gem-tools",
+    "logic": "gem-envs-qa",
+    "webshop": "gem-envs-qa",
+    "multi": "gem-envs-multi",
+    "terminal": "gem-envs-terminal",
 }
 
 #: ``eval:`` ids are spread over suites; the reference's eval ids and where they live

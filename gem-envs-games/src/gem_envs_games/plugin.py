@@ -20,6 +20,7 @@ GAME_MODULES = (
     "tower_of_hanoi",
     "game2048",
     "sokoban",
+    "wikigame",
 )
 
 

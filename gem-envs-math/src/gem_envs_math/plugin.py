@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import gem
-from gem_envs_math.rg_datasets import RG_DATASETS
+from gem_envs_math.rg_datasets import COMPOSITE_DEFAULT, RG_DATASETS
 
 _MATH_ENV = "gem_envs_math.env:MathEnv"
 _PROCEDURAL_ENV = "gem_envs_math.procedural:ProceduralMathEnv"
@@ -27,6 +27,8 @@ HUB_IDS: dict[str, tuple[str, str | None]] = {
     "eval:AIME24": ("axon-rl/math-eval", "aime24"),
     "eval:OlympiadBench": ("axon-rl/math-eval", "olympiad_bench"),
     "eval:Minerva": ("axon-rl/math-eval", "minerva"),
+    # the reference's visual env: only the text of each problem is read (its diagrams are not shown)
+    "math:Geometry3K": ("axon-rl/geometry3k", "train"),
 }
 
 #: ids served from packaged data: id -> (packaged dataset, extra defaults, description)
@@ -81,6 +83,9 @@ def gem_register_envs(registry: Any) -> None:
             )  # fmt: skip
     for name in RG_DATASETS:
         registry.register(f"rg:{name}", _RG_ENV, description=f"reasoning-gym {name}", name=name, size=500, seed=42)
+    registry.register("rg:composite", "gem_envs_math.rg_composite:CompositeEnv", size=500, seed=42,
+                      description="reasoning-gym composite: a weighted mix of sub-datasets (datasets=[...])",
+                      datasets=list(COMPOSITE_DEFAULT))
 
 
 @gem.hookimpl

@@ -2,7 +2,8 @@
 
 Listed here rather than read from ``reasoning_gym.factory.DATASETS`` so that registering
 the ids never imports reasoning-gym (a test checks the list against the installed
-version). ``composite`` is left out: it mixes other datasets and needs a configuration.
+version). ``composite`` mixes other datasets and needs a configuration: ``rg:composite`` is
+registered apart (:mod:`gem_envs_math.rg_composite`) with :data:`COMPOSITE_DEFAULT`.
 """
 
 from __future__ import annotations
@@ -29,3 +30,8 @@ RG_DATASETS: tuple[str, ...] = (
     "survo", "syllogism", "time_intervals", "tower_of_hanoi", "tsumego", "word_ladder", "word_sequence_reversal",
     "word_sorting", "zebra_puzzles",
 )  # fmt: skip
+
+#: the sub-datasets ``rg:composite`` mixes unless ``datasets=`` names others (equal weights, default configs)
+COMPOSITE_DEFAULT: tuple[str, ...] = (
+    "basic_arithmetic", "chain_sum", "leg_counting", "letter_counting", "spell_backward", "word_sorting",
+)

@@ -49,10 +49,21 @@ def gem_register_envs(registry: Any) -> None:
             env_id, _QA_ENV, description=f"hub only: {dataset_name}:{split}", dataset_name=dataset_name, split=split,
             question_key=question_key, answer_key="answer",
         )  # fmt: skip
+    for depth in (0, 1, 2, 3, 5):  # the reference's RuleTaker depths (hub only); answers in \\boxed{}
+        registry.register(
+            f"logic:RuleTaker-d{depth}", _QA_ENV, description=f"hub only: axon-rl/RuleTaker-d{depth}-70k:train",
+            dataset_name=f"axon-rl/RuleTaker-d{depth}-70k", split="train", question_key="question",
+            answer_key="answer", extract_boxed=True,
+        )  # fmt: skip
     for env_id, (source, description) in OFFLINE_IDS.items():
         registry.register(env_id, _QA_ENV, description=description, source=source)
     for env_id, (source, description) in SEARCH_IDS.items():
         registry.register(env_id, _SEARCH_ENV, description=description, source=source)
+    # the reference's WebShop ids: registered so that `make` says what they need (see gem_envs_qa/webshop.py)
+    for split in ("train", "test"):
+        for mode in ("html", "text", "text_rich"):
+            registry.register(f"webshop:{split}-{mode}", "gem_envs_qa.webshop:WebShopEnv", description="needs WebShop",
+                              observation_mode=mode, split=split, max_turns=15)
 
 
 @gem.hookimpl

@@ -51,6 +51,9 @@ class EnvConfig:
     # env's reference answer in \boxed{}: math envs) or "module:factory" where factory(env) returns an object with
     # reset() and act(observation) -> str
     demonstrator: str = "solver"
+    # multi-agent ids: the learning policy plays every seat (gem_train.selfplay); evaluation plays the id as
+    # registered, against its scripted opponent
+    selfplay: bool = False
 
 
 @dataclass

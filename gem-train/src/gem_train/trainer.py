@@ -55,6 +55,7 @@ from gem_train.rollout import (
     encode_prompt,
     union_seconds,
 )
+from gem_train.selfplay import collect_selfplay
 
 TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
 
@@ -284,8 +285,9 @@ def _collect_iteration(run: _Run, engine: Engine, iteration: int, share: tuple[i
         size = cfg.algo.group_size  # whole groups per rank: GRPO and RLOO need no statistics from other ranks
         first, last = (size * g for g in distributed.shard_range(len(seeds) // size, rank, world))
         offset = _OffsetPolicy(policy, first)  # the runner needs only act()
-        played = collect(make_env, offset, seeds[first:last], groups[first:last],  # type: ignore[arg-type]
-                         cfg.rollout.concurrency, cfg.env.max_turns)
+        collector = collect_selfplay if cfg.env.selfplay else collect
+        played = collector(make_env, offset, seeds[first:last], groups[first:last],  # type: ignore[arg-type]
+                           cfg.rollout.concurrency, cfg.env.max_turns)
         episodes += played
         turns = sum(len(ep.turns) for ep in played)
         counts.append(distributed.all_gather(turns) if world > 1 else [turns])

@@ -1,0 +1,56 @@
+"""Self-play: the learning policy plays every seat of a multi-agent game (``env.selfplay=true``).
+
+The game behind the env id (a ``multi:`` id makes an :class:`~gem.multiagent.OpponentEnv`;
+its ``game`` is played here) runs under gem's multi-agent runner with one shared policy.
+Each seat's side of a game becomes one :class:`~gem_train.rollout.Episode` of its own
+turns and rewards, so advantages (ReBN's batch-normalised per-turn returns, GRPO's
+groups) are computed per seat exactly as for single-agent episodes: a seat's return never
+mixes in the other seat's rewards. Evaluation still plays the env id as registered
+(against its scripted opponent).
+
+>>> episodes = collect_selfplay(make_env, policy, seeds=range(4))   # doctest: +SKIP
+>>> len(episodes)                                                   # two per game of a two-seat game  # doctest: +SKIP
+8
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gem.multiagent import MultiAgentEnv, run_multiagent_episodes
+from gem_train.rollout import EnginePolicy, Episode
+
+
+def game_of(env: Any) -> MultiAgentEnv:
+    """The multi-agent game an env plays on (itself, or the ``game`` of its unwrapped single-agent view)."""
+    inner = getattr(env, "unwrapped", env)
+    game = inner if isinstance(inner, MultiAgentEnv) else getattr(inner, "game", None)
+    if not isinstance(game, MultiAgentEnv):
+        raise TypeError(f"env.selfplay needs a multi-agent env (a multi: id), got {type(inner).__name__}")
+    return game
+
+
+def collect_selfplay(
+    make_env: Callable[[], Any],
+    policy: EnginePolicy,
+    seeds: Sequence[int],
+    groups: Sequence[int] | None = None,
+    concurrency: int = 32,
+    max_turns: int | None = None,
+) -> list[Episode]:
+    """Play one game per seed with ``policy`` in every seat; returns one episode per seat that moved, in
+    seed order (seats in the game's agent order), each in its game's group. ``max_turns`` caps env steps."""
+    games = asyncio.run(run_multiagent_episodes(
+        lambda: game_of(make_env()), policy, seeds=list(seeds), concurrency=concurrency, max_steps=max_turns,
+    ))
+    groups = list(groups) if groups is not None else list(range(len(games)))
+    episodes = []
+    for game, group in zip(games, groups):
+        for traj in game.agents.values():
+            samples = [turn.policy_info["sample"] for turn in traj.turns]
+            for sample, turn in zip(samples, traj.turns):
+                sample.reward = turn.reward
+            episodes.append(Episode(traj.seed, group, samples, traj))
+    return episodes
