@@ -177,6 +177,25 @@ class EnvRegistry(_Sourced):
     def __len__(self) -> int:
         return len(self._specs)
 
+    # read like the reference's ``ENV_REGISTRY`` dict (id -> EnvSpec)
+    def __getitem__(self, env_id: str) -> EnvSpec:
+        return self._specs[env_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids())
+
+    def keys(self) -> list[str]:
+        return self.ids()
+
+    def values(self) -> list[EnvSpec]:
+        return [self._specs[i] for i in self.ids()]
+
+    def items(self) -> list[tuple[str, EnvSpec]]:
+        return [(i, self._specs[i]) for i in self.ids()]
+
+    def get(self, env_id: str, default: Any = None) -> EnvSpec | Any:
+        return self._specs.get(env_id, default)
+
 
 @dataclass(frozen=True)
 class Entry:
