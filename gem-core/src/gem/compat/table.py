@@ -56,7 +56,7 @@ TABLE: dict[str, dict[str, str] | str] = {
     "gem.tools.search_tool": {"SearchTool": "gem_tools.search:SearchTool"},
     "gem.tools.mcp_tool": {"MCPTool": "gem_tools.mcp_tool:MCPTool"},
     "gem.tools.tool_env_wrapper": {"ToolEnvWrapper": "gem_tools.wrapper:ToolEnvWrapper"},
-    "gem.tools.mcp_server.time_mcp": "gem_tools.mcp_servers.time",
+    "gem.tools.mcp_server.time_mcp": "gem_tools.mcp_servers.time_server",
     # -- utils -----------------------------------------------------------------------
     "gem.utils.parsing": {
         "extract_last_boxed_answer": "gem.compat.reference_api:extract_last_boxed_answer",
