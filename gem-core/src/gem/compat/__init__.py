@@ -7,8 +7,8 @@ after the normal finders, a real module always wins; the finder only answers for
 >>> from gem.envs.registration import make            # doctest: +SKIP
 >>> from gem.tools.python_code_tool import PythonCodeTool  # doctest: +SKIP
 
-A module of names is synthesised empty; each name is imported from its target on first
-access (module ``__getattr__``), so importing a reference path costs nothing until it is
+A module of names is synthesised empty; each name is looked up in its target when it is
+accessed (module ``__getattr__``), so importing a reference path costs nothing until it is
 used. A module that aliases a whole module of ours *is* that module. A path whose suite is
 not installed raises :class:`ImportError` saying what to ``pip install``.
 """
@@ -64,9 +64,9 @@ def _module_getattr(module: types.ModuleType, names: dict[str, str]):
     def __getattr__(name: str) -> Any:
         if name not in names:
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-        value = resolve(names[name])
-        setattr(module, name, value)  # resolved once: later lookups are plain attributes
-        return value
+        # resolved on every access, not cached: some targets are live views (the registry,
+        # the wrapper names) that plugins and isolated test registries change
+        return resolve(names[name])
 
     return __getattr__
 
