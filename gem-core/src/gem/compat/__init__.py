@@ -115,6 +115,13 @@ class ReferencePathFinder(importlib.abc.MetaPathFinder):
         if fullname not in TABLE and fullname not in PACKAGES:
             return None
         spec = importlib.machinery.ModuleSpec(fullname, _ReferenceLoader(fullname), is_package=fullname in PACKAGES)
+        entry = TABLE.get(fullname)
+        if isinstance(entry, str):  # ``python -m`` runs the file of ours: name it as argv[0]
+            try:
+                ours = importlib.util.find_spec(entry)
+            except ImportError:  # its suite is absent: create_module says so
+                ours = None
+            spec.origin = ours.origin if ours else None
         if fullname in PACKAGES:
             spec.submodule_search_locations = []
         return spec
