@@ -36,7 +36,8 @@ class MathEnv(DatasetEnv):
 
     The step ends the episode with ``terminated`` and ``truncated`` both True, as the
     reference's single-turn envs do. The reference's ``use_format_error_reward=True``
-    selects its -0.1; ``use_mp`` is accepted and recorded, but grading always runs in a
+    selects its -0.1; its ``eval=True`` means ``shuffle=False``; ``verbose`` is accepted
+    (the reference's MathEnv ignores it too); ``use_mp`` is accepted and recorded, but grading always runs in a
     supervised worker pool (math-verify's own timeout only works in a main thread, and a
     pathological answer would otherwise hang the caller). ``env.dataset`` is the
     problems, assignable (``env.dataset = env.dataset.select(range(50))``).
@@ -71,6 +72,8 @@ class MathEnv(DatasetEnv):
         grade_timeout: float | None = None,
         use_format_error_reward: bool = False,
         use_mp: bool = True,
+        eval: bool = False,  # the reference's keyword (it shadows the builtin here only)
+        verbose: bool = False,
     ) -> None:
         if dataset is not None:
             problems: Sequence[Mapping[str, Any]] = dataset
@@ -86,7 +89,7 @@ class MathEnv(DatasetEnv):
             if not isinstance(problems, Records):
                 problems = Records("dataset", problems)
             problems = sources.select(problems, subjects, levels)
-        super().__init__(problems, shuffle=shuffle)
+        super().__init__(problems, shuffle=shuffle and not eval)
         # in-memory datasets keep their own keys; loaded ones are normalised
         loaded = dataset is None
         self.question_key = "problem" if loaded else question_key
@@ -94,7 +97,7 @@ class MathEnv(DatasetEnv):
         if format_error_reward is None:
             format_error_reward = FORMAT_ERROR_REWARD if use_format_error_reward else 0.0
         self.format_error_reward = float(format_error_reward)
-        self.use_mp = use_mp
+        self.use_mp, self.verbose = use_mp, verbose
         self.grade_timeout = grade_timeout
 
     def pose(self, record: Mapping[str, Any]) -> str:
