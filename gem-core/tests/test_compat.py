@@ -58,7 +58,7 @@ def test_a_path_whose_suite_is_absent_says_what_to_install(monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "gem_envs_math" else real_find_spec(name, *a)
     )
     monkeypatch.delitem(sys.modules, "gem.envs.math_env", raising=False)
-    with pytest.raises(ImportError, match=r"From a clone of this repository run: pip install -e gem-envs-math$"):
+    with pytest.raises(ImportError, match=r"needs gem-envs-math, not installed: install gem-envs-math from a clone of the GEM repository: pip install -e gem-envs-math$"):
         from gem.envs.math_env import MathEnv  # noqa: F401
     monkeypatch.delitem(sys.modules, "gem.envs.reasoning_gym", raising=False)
     with pytest.raises(ImportError, match=r"pip install -e gem-envs-math"):

@@ -17,6 +17,8 @@ from gem.errors import (
     SuiteNotInstalledError,
     UnknownEnvError,
     did_you_mean,
+    distribution_installed,
+    install_hint,
 )
 from gem.ids import package_for, parse_env_id
 
@@ -152,12 +154,15 @@ class EnvRegistry(_Sourced):
         package = package_for(env_id)
         if package and not any(i.split(":")[0] == env_id.split(":")[0] for i in self._specs):
             raise SuiteNotInstalledError(
-                f"No env {env_id!r}: its suite is not installed. Run: pip install {package}"
-                + hint
+                f"No env {env_id!r}: its suite is not installed. Install {package} {install_hint(package)}.{hint}"
             )
-        where = f" Known suites: {', '.join(self.suites())}." if self._specs else " No envs are registered."
-        tail = f" If it comes from {package}, run: pip install {package}" if package else ""
-        raise UnknownEnvError(f"No env {env_id!r}.{hint}{where}{tail} `gem list` shows every id.")
+        lines = [f"No env {env_id!r}.{hint}"]
+        if not hint:
+            lines.append(f"Known suites: {', '.join(self.suites())}." if self._specs else "No envs are registered.")
+        if package and not distribution_installed(package):
+            lines.append(f"If it comes from {package}, install it {install_hint(package)}.")
+        lines.append("`gem list` shows every id.")
+        raise UnknownEnvError("\n".join(lines))
 
     def ids(self, pattern: str | None = None) -> list[str]:
         """Registered ids, sorted; ``pattern`` is a glob or a substring."""

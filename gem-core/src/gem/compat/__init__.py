@@ -24,6 +24,7 @@ import types
 from typing import Any
 
 from gem.compat.table import EXTRA_REQUIREMENTS, INSTALL, TABLE
+from gem.errors import install_hint
 
 #: packages that exist only because table entries sit below them (``gem.envs``, ...)
 PACKAGES = {key.rsplit(".", i)[0] for key in TABLE for i in range(1, key.count("."))}
@@ -44,11 +45,8 @@ def requirements(path: str) -> list[str]:
 def missing_message(path: str, missing: list[str]) -> str:
     """The ImportError text for a reference path whose suite is absent."""
     wanted = sorted({INSTALL.get(top, top) for top in missing})
-    lines = " and ".join(f"pip install -e '{w}'" if "[" in w else f"pip install -e {w}" for w in wanted)
-    return (
-        f"{path} (a module path of the reference GEM package) needs {', '.join(wanted)}, which is not "
-        f"installed. From a clone of this repository run: {lines}"
-    )
+    how = "; ".join(f"install {w} {install_hint(w)}" for w in wanted)
+    return f"{path} (a module path of the reference GEM package) needs {', '.join(wanted)}, not installed: {how}"
 
 
 def resolve(target: str) -> Any:
