@@ -107,3 +107,14 @@ def test_a_new_env_registered_the_reference_way(gem_registry):
     env = gem.make("game:ReverseString-compat-test", seed=1)
     env.reset()
     assert env.step("\\boxed{" + env.gt_str[::-1] + "}")[1] == 1.0
+
+
+def test_a_typo_of_an_installed_suites_id_is_not_told_to_install_it():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    gem_cli = str(Path(sys.executable).parent / "gem")
+    info = subprocess.run([gem_cli, "info", "game:Sodoku-v0"], capture_output=True, text=True, timeout=60)
+    assert info.returncode == 1
+    assert "Did you mean 'game:Sudoku-v0'" in info.stderr and "pip install" not in info.stderr
