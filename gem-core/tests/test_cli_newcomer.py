@@ -123,3 +123,15 @@ def test_check_env_reports_every_failing_check_not_only_the_first():
         check_env(Fragile())
     failed = {r.name for r in info.value.report.failed}
     assert failed == {"robustness"} and "raised ValueError: boom" in str(info.value)
+
+
+def test_the_root_readme_coin_block_itself_passes_check_env(gem_registry):
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    if not readme.exists():
+        pytest.skip("run from outside the repository")
+    text = readme.read_text(encoding="utf-8")
+    block = text[text.index("class Coin(gem.Env):"):]
+    exec(block[: block.index("```")], {"gem": gem})  # defines Coin and registers mine:Coin-v0
+    assert check_env(gem.make("mine:Coin-v0")).ok
