@@ -213,3 +213,19 @@ def test_run_and_print_episode_single_and_vector(capsys, count_registry):
     run_and_print_episode_with_selective_step(envs, lambda obs: ["\\boxed{2}"] * 3, ignore_done=True, max_steps=4)
     assert "Step 4" in capsys.readouterr().out
     envs.close()
+
+
+def test_per_env_reset_kwargs_the_reference_way():
+    class Remembers(CountEnv):
+        def reset(self, seed=None, **kwargs):
+            self.kwargs = kwargs
+            return super().reset(seed)
+
+    vec = gem.vector.SyncVectorEnv([Remembers, Remembers])
+    vec.reset(env1_kwargs={"idx": 3}, shared=True)
+    assert vec.call("kwargs") == [{"shared": True}, {"shared": True, "idx": 3}]
+    vec.close()
+
+
+def test_a_constructor_seed_is_kept_where_the_reference_keeps_it():
+    assert CountEnv(seed=5).seed == 5 and not hasattr(CountEnv(), "seed")

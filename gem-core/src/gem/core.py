@@ -28,13 +28,15 @@ TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 
 def _accepting_seed(init: Any) -> Any:
     """``init`` taking the reference's ``seed=`` too: the env is built without it, then its
-    RNG stream is seeded, so the first ``reset()`` (and every one after) is determined."""
+    RNG stream is seeded, so the first ``reset()`` (and every one after) is determined. The
+    value is kept as ``env.seed``, where the reference's envs keep theirs."""
 
     @functools.wraps(init)
     def __init__(self: Env, *args: Any, seed: int | None = None, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         if seed is not None:
             self._seed(seed)
+            self.seed = seed
 
     return __init__
 

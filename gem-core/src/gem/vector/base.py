@@ -63,8 +63,13 @@ class VectorEnv(ABC):
         indices: Sequence[int] | None = None,
         **kwargs: Any,
     ) -> tuple[list[Any], list[dict[str, Any]]]:
-        """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed."""
+        """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed.
+
+        ``kwargs`` go to every env's ``reset``, except ``env{i}_kwargs={...}`` (the
+        reference's form), which go to env ``i`` only: ``reset(env0_kwargs={"idx": 3})``.
+        """
         indices = list(range(self.num_envs)) if indices is None else list(indices)
+        own = {i: kwargs.pop(f"env{i}_kwargs") for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
         if seed is None and self._base_seed is not None:
             seed, self._base_seed = self._base_seed, None  # first reset uses make_vec's seed
             seeds: list[int | None] = [seed + i for i in indices]
@@ -76,7 +81,7 @@ class VectorEnv(ABC):
             seeds = list(seed)
             if len(seeds) != len(indices):
                 raise ValueError(f"got {len(seeds)} seeds for {len(indices)} envs")
-        results = self._run([(i, "reset", (s, kwargs), {}) for i, s in zip(indices, seeds)])
+        results = self._run([(i, "reset", (s, {**kwargs, **own.get(i, {})}), {}) for i, s in zip(indices, seeds)])
         return [r[0] for r in results], [r[1] for r in results]
 
     def step(
