@@ -59,6 +59,7 @@ def test_python_tool_wrapper_the_getting_started_way(count_env):
     )
     obs, reward, terminated, truncated, info = wrapped_env.step(dummy_action)
     assert "9.9 > 9.11? True" in obs and obs.endswith("<|im_start|>assistant\n")
+    assert "<|im_start|>tool\nCode execution result" in obs  # tool output in the tool role, as there
     assert not terminated and info["tool_use_counter"] == 1
     wrapped_env.close()
 
