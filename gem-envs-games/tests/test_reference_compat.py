@@ -30,8 +30,7 @@ def test_the_reference_readme_loop(capsys):
     observation, info = env.reset()
     for _ in range(100):
         action = env.sample_random_action()
-        next_observation, reward, terminated, truncated, info = env.step(action)
-        observation = next_observation
+        observation, reward, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
     assert terminated or truncated

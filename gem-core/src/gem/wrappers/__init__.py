@@ -87,12 +87,12 @@ def apply_wrappers(env: Env, wrappers: str | list[str] | None, tokenizer: Any = 
 
 
 __all__ = [
+    "WRAPPER_FACTORY",
     "EncapsulateWrapper",
     "EpisodeTrackingWrapper",
     "HistoryWrapper",
     "ObservationWrapper",
     "TimeLimit",
-    "WRAPPER_FACTORY",
     "Wrapper",
     "WrapperFactory",
     "apply_wrappers",
