@@ -174,3 +174,28 @@ async def test_the_time_server_in_process_as_the_reference_tests_call_it():
     assert (await relative.run({"time": soon})).content[0].text == "in 2 hours"
     with pytest.raises(KeyError):
         await app.get_tool("nope")
+
+
+def test_a_tool_written_against_the_reference_base_tool(count_env):
+    from gem.tools.base_tool import BaseTool
+
+    class Upper(BaseTool):
+        tool_type = "upper"
+
+        def instruction_string(self):
+            return "Write <upper>text</upper> to shout it."
+
+        def execute_action(self, action):
+            if "<upper>" not in action or "</upper>" not in action:
+                return False, True, "", ""
+            text = action.split("<upper>", 1)[1].split("</upper>", 1)[0]
+            return True, False, text.upper(), action[: action.index("</upper>") + len("</upper>")]
+
+    env = ToolEnvWrapper(gem.make(count_env, max_turns=3), tools=[Upper()], tool_reward=0.1)
+    obs, _ = env.reset()
+    assert "Write <upper>text</upper>" in obs
+    obs, reward, terminated, _, info = env.step("<upper>hello</upper> then more")
+    assert (obs, reward, terminated, info["tool_type"]) == ("HELLO", 0.1, False, "upper")
+    assert info["parsed_action"] == "<upper>hello</upper>"
+    *_, info = env.step("\\boxed{5}")  # not a tool call: the env gets it
+    assert info["use_tool"] is False

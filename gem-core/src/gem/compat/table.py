@@ -51,7 +51,7 @@ TABLE: dict[str, dict[str, str] | str] = {
     "gem.envs.qa_env": {"QaEnv": "gem_envs_qa.env:QaEnv"},
     "gem.envs.reasoning_gym": {"ReasoningGymEnv": "gem_envs_math.rg_env:ReasoningGymEnv"},
     # -- tools -----------------------------------------------------------------------
-    "gem.tools.base_tool": {"BaseTool": "gem_tools.base:Tool"},
+    "gem.tools.base_tool": {"BaseTool": "gem_tools.base:ReferenceTool"},
     "gem.tools.python_code_tool": {"PythonCodeTool": "gem_tools.python_tool:PythonCodeTool"},
     "gem.tools.search_tool": {"SearchTool": "gem_tools.search:SearchTool"},
     "gem.tools.mcp_tool": {"MCPTool": "gem_tools.mcp_tool:MCPTool"},
