@@ -233,3 +233,27 @@ def test_per_env_reset_kwargs_the_reference_way():
 
 def test_a_constructor_seed_is_kept_where_the_reference_keeps_it():
     assert CountEnv(seed=5).seed == 5 and not hasattr(CountEnv(), "seed")
+
+
+def test_a_partial_step_answers_in_the_order_of_the_dict_as_the_reference_oat_loop_reads_it():
+    import numpy as np
+
+    class Tagged(CountEnv):
+        def __init__(self, tag: int) -> None:
+            super().__init__(high=10, max_turns=5)
+            self.tag = tag
+
+        def step(self, action):
+            _, reward, terminated, truncated, info = super().step(action)
+            return f"env {self.tag}", float(self.tag), terminated, truncated, {**info, "tag": self.tag}
+
+    vec = gem.vector.SyncVectorEnv([lambda t=t: Tagged(t) for t in range(3)])
+    vec.reset(seed=0)
+    done = np.array([False, True, False])
+    actions = iter(["\\boxed{1}", "\\boxed{2}"])
+    next_obs, reward, terminated, truncated, info = vec.step({i: next(actions) for i, d in enumerate(done) if not d})
+    assert next_obs == ["env 0", "env 2"] and reward.tolist() == [0.0, 2.0] and [i["tag"] for i in info] == [0, 2]
+    cur_done = terminated | truncated | np.array([False, False])
+    assert cur_done.shape == (2,)
+    assert [len(o) for o in next_obs] == [5, 5]
+    vec.close()

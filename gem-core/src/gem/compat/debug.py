@@ -8,7 +8,7 @@ actions for a vector env), play until the episode ends (all envs, for a vector e
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pprint import pprint
 from typing import Any
 
@@ -32,8 +32,6 @@ def _section(title: str, value: Any) -> None:
 
 
 def _done(terminated: Any, truncated: Any) -> bool:
-    if isinstance(terminated, Mapping):  # a vector step over some envs: {index: flag}
-        return all(bool(terminated[i]) or bool(truncated[i]) for i in terminated)
     return bool(np.all(np.logical_or(terminated, truncated)))
 
 
@@ -80,10 +78,9 @@ def run_and_print_episode_with_selective_step(
         active = {i: actions[i] for i in chosen}
         next_obs, reward, terminated, truncated, _ = env.step(active)
         _report(step, {"action": active, "next_observation": next_obs, "reward": reward}, terminated, truncated)
-        if isinstance(next_obs, Mapping):  # keep a full list of the latest observations
-            obs = [next_obs.get(i, o) for i, o in enumerate(obs)]
-        else:
-            obs = next_obs
+        obs = list(obs)  # the stepped envs' new observations come in the order of ``chosen``
+        for i, new in zip(chosen, next_obs):
+            obs[i] = new
         if (not ignore_done and _done(terminated, truncated)) or step >= max_steps:
             break
     print(f"----TIME: {time.time() - started:.2f} seconds")

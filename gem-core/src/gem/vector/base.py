@@ -20,8 +20,9 @@ class VectorEnv(ABC):
     """``num_envs`` envs stepped together.
 
     ``step`` takes a list of actions (one per env) or a dict ``{index: action}`` that
-    steps only those envs; with a dict, every returned element is a dict keyed by the
-    same indices. Rewards, terminations and truncations are numpy arrays for a list.
+    steps only those envs; with a dict, the results are in the dict's order (as in the
+    reference package): ``obs[k]`` belongs to the ``k``-th key. Rewards, terminations and
+    truncations are numpy arrays, observations and infos lists.
     """
 
     backend: str = "?"
@@ -94,11 +95,13 @@ class VectorEnv(ABC):
             if bad:
                 raise IndexError(f"env indices {bad} out of range for {self.num_envs} envs")
             results = self._run([(i, "step", (actions[i],), {}) for i in indices])
-            return tuple({i: r[k] for i, r in zip(indices, results)} for k in range(5))  # type: ignore[return-value]
-        actions = list(actions)
-        if len(actions) != self.num_envs:
-            raise ValueError(f"got {len(actions)} actions for {self.num_envs} envs")
-        results = self._run([(i, "step", (a,), {}) for i, a in enumerate(actions)])
+        else:
+            actions = list(actions)
+            if len(actions) != self.num_envs:
+                raise ValueError(f"got {len(actions)} actions for {self.num_envs} envs")
+            results = self._run([(i, "step", (a,), {}) for i, a in enumerate(actions)])
+        if not results:
+            return [], np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_), []
         obs, rew, term, trunc, infos = zip(*results)
         return (
             list(obs),
