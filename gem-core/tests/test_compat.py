@@ -108,11 +108,19 @@ def test_the_reference_seed_constructor_argument_fixes_the_stream(count_registry
     assert len(set(states)) == 3
 
 
-def test_vec_kwargs_seeds_reach_each_env(count_registry):
-    envs = gem.make_vec(["test:Count-v0"] * 2, vec_kwargs=[{"seed": 5}, {"seed": 5}], seed=None)
-    obs, _ = envs.reset()
-    assert envs.call("get_state")[0] == envs.call("get_state")[1]
-    envs.close()
+def test_vec_kwargs_seeds_reach_each_env_and_decide_its_stream(count_registry):
+    def first_states(base: int, seeds: list[int]) -> list[dict]:
+        # written as the reference's training examples write it (make_vec's seed left alone)
+        envs = gem.make_vec(["test:Count-v0-hard"] * 2, vec_kwargs=[{"seed": base + s} for s in seeds])
+        envs.reset()
+        states = envs.call("get_state")
+        envs.close()
+        return states
+
+    same = first_states(5, [0, 0])
+    assert same[0] == same[1]
+    assert first_states(5, [0, 1]) == first_states(5, [0, 1])
+    assert first_states(5, [0, 1]) != first_states(6, [0, 1])  # another base seed, other episodes
 
 
 def test_episode_tracking_has_the_reference_keys_and_ours():

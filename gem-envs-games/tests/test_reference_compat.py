@@ -66,7 +66,7 @@ def test_the_reference_vector_game_test(capsys):
 
 
 def test_vec_kwargs_seeds_as_the_training_examples_pass_them():
-    envs = gem.make_vec(["game:Mastermind-v0-easy"] * 2, vec_kwargs=[{"seed": 4}, {"seed": 4}], seed=None)
+    envs = gem.make_vec(["game:Mastermind-v0-easy"] * 2, vec_kwargs=[{"seed": 4}, {"seed": 4}])
     obs, infos = envs.reset()
     assert obs[0] == obs[1] and envs.get_state()[0] == envs.get_state()[1]
     envs.close()

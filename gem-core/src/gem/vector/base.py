@@ -31,7 +31,7 @@ class VectorEnv(ABC):
         self,
         env_fns: Sequence[Callable[[], Env]],
         env_ids: Sequence[str | None] | None = None,
-        seed: int | None = 0,
+        seed: int | Sequence[int | None] | None = 0,
         autoreset_mode: str | AutoresetMode = "same_step",
         on_error: str = "raise",
     ) -> None:
@@ -72,8 +72,11 @@ class VectorEnv(ABC):
         indices = list(range(self.num_envs)) if indices is None else list(indices)
         own = {i: kwargs.pop(f"env{i}_kwargs") for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
         if seed is None and self._base_seed is not None:
-            seed, self._base_seed = self._base_seed, None  # first reset uses make_vec's seed
-            seeds: list[int | None] = [seed + i for i in indices]
+            # the first reset uses make_vec's seed: seed + i, or one seed (or None) per env
+            first, self._base_seed = self._base_seed, None
+            seeds: list[int | None] = (
+                [first + i for i in indices] if isinstance(first, (int, np.integer)) else [first[i] for i in indices]
+            )
         elif seed is None:
             seeds = [None] * len(indices)
         elif isinstance(seed, (int, np.integer)):
