@@ -135,3 +135,17 @@ def test_the_root_readme_coin_block_itself_passes_check_env(gem_registry):
     block = text[text.index("class Coin(gem.Env):"):]
     exec(block[: block.index("```")], {"gem": gem})  # defines Coin and registers mine:Coin-v0
     assert check_env(gem.make("mine:Coin-v0")).ok
+
+
+def test_no_readme_tells_you_to_pip_install_a_package_the_registry_does_not_have():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readmes = [root / "README.md", *root.glob("gem-*/README.md")]
+    if not readmes[0].exists():
+        pytest.skip("run from outside the repository")
+    # our packages install from a clone (pip install -e gem-...), never by name from PyPI
+    by_name = re.compile(r"pip install (?:-U )?['\"]?gem-(?:core|envs|tools|train)")
+    offenders = [f"{p.relative_to(root)}:{n}" for p in readmes for n, line in enumerate(p.read_text().splitlines(), 1)
+                 if by_name.search(line)]
+    assert offenders == []
