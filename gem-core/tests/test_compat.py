@@ -161,7 +161,8 @@ def test_env_registry_reads_like_the_reference_dict(count_registry):
     assert "test:Coin-v0" in ENV_REGISTRY and isinstance(ENV_REGISTRY["test:Coin-v0"], EnvSpec)
     assert ENV_REGISTRY["test:Coin-v0"].kwargs == {"high": 2}
     assert "test:Coin-v0" in list(ENV_REGISTRY.keys()) and len(ENV_REGISTRY) == len(list(ENV_REGISTRY))
-    assert make("test:Coin-v0").env_id == "test:Coin-v0"
+    made = make("test:Coin-v0")
+    assert made.env_id == "test:Coin-v0" and made.entry_point is CountEnv
     with pytest.raises(KeyError):
         ENV_REGISTRY["test:Nope-v0"]
 

@@ -62,7 +62,8 @@ class EnvSpec:
         # a factory may return a wrapped env, whose env_id/spec are read-only views of the
         # innermost env's: set them there
         target = getattr(env, "unwrapped", env)
-        for attr, value in (("env_id", self.id), ("spec", self)):
+        # entry_point too: the reference's make sets it
+        for attr, value in (("env_id", self.id), ("spec", self), ("entry_point", self.entry_point)):
             try:
                 setattr(target, attr, value)
             except AttributeError:
