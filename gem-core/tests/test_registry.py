@@ -61,9 +61,9 @@ def test_unknown_id_suggests_close_ids(count_registry):
 
 
 def test_known_suite_not_installed_says_what_to_install(gem_registry):
-    with pytest.raises(SuiteNotInstalledError, match="pip install gem-envs-games"):
+    with pytest.raises(SuiteNotInstalledError, match="from a clone of the GEM repository: pip install -e gem-envs-gam"):
         gem.make("game:GuessTheNumber-v0-easy")
-    with pytest.raises(SuiteNotInstalledError, match="pip install gem-envs-qa"):
+    with pytest.raises(SuiteNotInstalledError, match="pip install -e gem-envs-qa"):
         gem.make("eval:HotpotQA")
     assert issubclass(UnknownEnvError, ValueError)  # the reference raises ValueError
 

@@ -79,8 +79,12 @@ def test_get_wrapper_fns_resolves_gem_names_and_needs_tokenizers():
     for fn in fns:
         env = fn(env)
     assert env.reset(seed=0)[0].startswith("<|im_start|>user")
+    # as in the reference: asked for without a tokenizer, the wrapper comes back as is and
+    # needs one when applied
+    (chat,) = get_wrapper_fns("concat_chat")
     with pytest.raises(ValueError, match="needs a tokenizer"):
-        get_wrapper_fns("concat_chat")
+        chat(CountEnv())
+    assert chat(CountEnv(), tokenizer=ChatMLTemplate()).reset(seed=0)[0].startswith("<|im_start|>user")
     with pytest.raises(UnknownWrapperError, match="Did you mean 'concat_chat'"):
         get_wrapper_fns("concat_caht")
 

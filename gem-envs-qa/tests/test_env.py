@@ -22,7 +22,8 @@ def test_prompt_and_rewards() -> None:
     assert "<think>" in obs and "<answer>" in obs and obs.endswith("December 1993?\n")
     out = env.step("<think>Lloyd Webber, 1993...</think> <answer>the Sunset Blvd.</answer>")
     obs, reward, terminated, truncated, info = out
-    assert (obs, reward, terminated, truncated) == (TERMINAL_STATE, 1.0, True, False)
+    # the episode ends with both flags set, as the reference's single-turn envs end
+    assert (obs, reward, terminated, truncated) == (TERMINAL_STATE, 1.0, True, True)
     assert info["correct"] is True and info["f1"] == 1.0 and info["extracted_answer"] == "the Sunset Blvd."
     env.reset(idx=0)
     _, reward, _, _, info = env.step("<answer>Sunset</answer>")

@@ -13,12 +13,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from gem import errors
+from gem import compat, errors
 from gem.core import Env, EnvWrapper, Wrapper
 from gem.hookspecs import hookimpl
 from gem.registration import list_envs, make, make_vec, print_envs, register, spec
 
 __version__ = "0.1.0"
+
+# the reference package's module paths (gem.envs.*, gem.tools.*, gem.utils.*, ...)
+compat.install()
 
 _LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding", "multiagent"}
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import random
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat, TypeVar
 
 import numpy as np
 
@@ -15,6 +17,29 @@ if TYPE_CHECKING:
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 
+#: type variables of the reference package's annotations (observations are text in GEM)
+ObsType = TypeVar("ObsType")
+ActType = TypeVar("ActType")
+ArrayType = TypeVar("ArrayType")
+
+#: the observation single-turn envs return after their one step (the reference's marker)
+TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
+
+
+def _accepting_seed(init: Any) -> Any:
+    """``init`` taking the reference's ``seed=`` too: the env is built without it, then its
+    RNG stream is seeded, so the first ``reset()`` (and every one after) is determined. The
+    value is kept as ``env.seed``, where the reference's envs keep theirs."""
+
+    @functools.wraps(init)
+    def __init__(self: Env, *args: Any, seed: int | None = None, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if seed is not None:
+            self._seed(seed)
+            self.seed = seed
+
+    return __init__
+
 
 class Env:
     """Base class of GEM environments.
@@ -23,6 +48,11 @@ class Env:
     :meth:`step`. Randomness comes only from ``self.rng`` / ``self.np_random``, so
     ``reset(seed=s)`` determines the episode completely and ``reset()`` continues
     the env's own stream.
+
+    Every env also takes the reference package's constructor argument ``seed=N``
+    (``gem.make(id, seed=N)``): an env whose ``__init__`` does not name ``seed`` itself gets
+    it from :meth:`__init_subclass__`, and a seeded env's first ``reset()`` and the stream
+    after it are reproducible. ``reset(seed=s)`` still determines an episode on its own.
 
     Example::
 
@@ -41,6 +71,20 @@ class Env:
     env_id: str | None = None
     #: set by :func:`gem.make` to the spec the env was made from
     spec: EnvSpec | None = None
+    #: whether subclasses' constructors get ``seed=`` added (wrappers pass it on instead)
+    _takes_ctor_seed: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or not cls._takes_ctor_seed:
+            return
+        try:
+            named = "seed" in inspect.signature(init).parameters
+        except (TypeError, ValueError):  # no signature to read: leave it alone
+            return
+        if not named:
+            cls.__init__ = _accepting_seed(init)  # type: ignore[method-assign]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Env:
         obj = super().__new__(cls)
@@ -153,6 +197,8 @@ class Wrapper(Env):
     Wrappers with state of their own override :meth:`get_wrapper_state` and
     :meth:`set_wrapper_state`.
     """
+
+    _takes_ctor_seed = False
 
     def __init__(self, env: Env) -> None:
         self.env = env

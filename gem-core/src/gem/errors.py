@@ -55,6 +55,24 @@ class DataUnavailableError(GemError, RuntimeError):
     """A dataset env's data cannot be loaded here (no offline copy, hub unreachable)."""
 
 
+def install_hint(package: str) -> str:
+    """How to install one of this repository's packages (they are not on PyPI):
+    ``"from a clone of the GEM repository: pip install -e gem-envs-games"``."""
+    target = f"'{package}'" if "[" in package else package
+    return f"from a clone of the GEM repository: pip install -e {target}"
+
+
+def distribution_installed(package: str) -> bool:
+    """Whether the distribution ``package`` (extras ignored) is installed."""
+    from importlib import metadata
+
+    try:
+        metadata.distribution(package.split("[")[0])
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def did_you_mean(name: str, choices: list[str], n: int = 3) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest choices, or ``""``."""
     import difflib
@@ -67,5 +85,6 @@ def did_you_mean(name: str, choices: list[str], n: int = 3) -> str:
         close = [c for c in lowered if needle and needle in c][:n]
     if not close:
         return ""
-    quoted = " or ".join(repr(lowered[c]) for c in close)
-    return f" Did you mean {quoted}?"
+    quoted = [repr(lowered[c]) for c in close]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f" Did you mean {listed}?"

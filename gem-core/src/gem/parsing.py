@@ -62,3 +62,38 @@ def last_boxed(text: object, strip: bool = True) -> str | None:
         # earlier box has to close before it. Scanning only up to here keeps it linear
         limit = start
     return None
+
+
+_FENCE = "```"
+
+
+def last_code_block(text: object) -> str | None:
+    """Content of the last fenced code block (```` ```lang\\n…``` ````), stripped; ``None``
+    if there is none. The fence's language tag is optional; the newline after it is not.
+
+    >>> last_code_block("try:\\n```python\\nprint(1)\\n```\\nor\\n```\\nprint(2)\\n```")
+    'print(2)'
+    >>> last_code_block("print(3)") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    found, pos, n = None, 0, len(text)
+    while (start := text.find(_FENCE, pos)) >= 0:
+        i = start + len(_FENCE)
+        while i < n and (text[i].isalnum() or text[i] in "_+.-"):
+            i += 1
+        while i < n and text[i] in " \t":
+            i += 1
+        if text.startswith("\r\n", i):
+            i += 2
+        elif text.startswith("\n", i):
+            i += 1
+        else:  # not an opening fence; the next one may be
+            pos = start + 1
+            continue
+        end = text.find(_FENCE, i)
+        if end < 0:
+            break
+        found, pos = text[i:end], end + len(_FENCE)
+    return None if found is None else found.strip()

@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from gem.vector import VectorEnv
 
 
+def __getattr__(name: str) -> Any:
+    # the reference's ``ENV_REGISTRY`` (a dict id -> EnvSpec): the live registry, which
+    # reads like that dict; looked up on access because plugins load on first use
+    if name == "ENV_REGISTRY":
+        return catalog().envs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def register(id: str, entry_point: str | Callable[..., Any], **kwargs: Any) -> EnvSpec:
     """Register an env id in the global registry (see :meth:`EnvRegistry.register`).
 
@@ -88,7 +96,8 @@ def make_vec(
     ``backend`` is ``"sync"``, ``"thread"`` (what ``async_mode=True`` selects, as in the
     reference package), ``"process"`` or ``"ray"`` (extra ``gem-core[ray]``).
     ``vec_kwargs[i]`` holds kwargs for env ``i`` only; ``kwargs`` go to every env. The
-    first ``reset()`` seeds env ``i`` with ``seed + i``. ``on_error="reset"`` turns a
+    first ``reset()`` seeds env ``i`` with ``seed + i``, unless ``vec_kwargs[i]`` gives it
+    a ``seed`` of its own (the reference's way), whose stream it then keeps. ``on_error="reset"`` turns a
     sub-env's exception into a truncated step with ``info["error"]``. ``backend_kwargs``
     go to the backend (``num_workers``, ``context`` for ``process``; ``max_workers`` for
     ``thread``; ``address``, ``num_actors`` for ``ray``).
@@ -109,6 +118,11 @@ def make_vec(
     if vec_kwargs is not None and len(vec_kwargs) != len(env_ids):
         raise ValueError(f"vec_kwargs has {len(vec_kwargs)} entries for {len(env_ids)} envs")
     specs = {env_id: spec(env_id) for env_id in env_ids}  # unknown ids fail here, in the caller
+    first_seeds: int | list[int | None] | None = seed
+    if seed is not None and vec_kwargs is not None and any("seed" in kw for kw in vec_kwargs):
+        # an env given its own constructor seed (the reference's vec_kwargs=[{"seed": ...}])
+        # keeps that stream: its first reset is not reseeded with seed + i
+        first_seeds = [None if "seed" in kw else seed + i for i, kw in enumerate(vec_kwargs)]
     backend = backend or ("thread" if async_mode else "sync")
     env_fns = [
         functools.partial(
@@ -117,6 +131,6 @@ def make_vec(
         for i, env_id in enumerate(env_ids)
     ]
     return make_vector_env(
-        backend, env_fns, env_ids=env_ids, seed=seed, autoreset_mode=autoreset_mode, on_error=on_error,
+        backend, env_fns, env_ids=env_ids, seed=first_seeds, autoreset_mode=autoreset_mode, on_error=on_error,
         **(backend_kwargs or {}),
     )

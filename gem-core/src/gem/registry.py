@@ -17,6 +17,8 @@ from gem.errors import (
     SuiteNotInstalledError,
     UnknownEnvError,
     did_you_mean,
+    distribution_installed,
+    install_hint,
 )
 from gem.ids import package_for, parse_env_id
 
@@ -60,7 +62,8 @@ class EnvSpec:
         # a factory may return a wrapped env, whose env_id/spec are read-only views of the
         # innermost env's: set them there
         target = getattr(env, "unwrapped", env)
-        for attr, value in (("env_id", self.id), ("spec", self)):
+        # entry_point too: the reference's make sets it
+        for attr, value in (("env_id", self.id), ("spec", self), ("entry_point", self.entry_point)):
             try:
                 setattr(target, attr, value)
             except AttributeError:
@@ -152,12 +155,15 @@ class EnvRegistry(_Sourced):
         package = package_for(env_id)
         if package and not any(i.split(":")[0] == env_id.split(":")[0] for i in self._specs):
             raise SuiteNotInstalledError(
-                f"No env {env_id!r}: its suite is not installed. Run: pip install {package}"
-                + hint
+                f"No env {env_id!r}: its suite is not installed. Install {package} {install_hint(package)}.{hint}"
             )
-        where = f" Known suites: {', '.join(self.suites())}." if self._specs else " No envs are registered."
-        tail = f" If it comes from {package}, run: pip install {package}" if package else ""
-        raise UnknownEnvError(f"No env {env_id!r}.{hint}{where}{tail} `gem list` shows every id.")
+        lines = [f"No env {env_id!r}.{hint}"]
+        if not hint:
+            lines.append(f"Known suites: {', '.join(self.suites())}." if self._specs else "No envs are registered.")
+        if package and not distribution_installed(package):
+            lines.append(f"If it comes from {package}, install it {install_hint(package)}.")
+        lines.append("`gem list` shows every id.")
+        raise UnknownEnvError("\n".join(lines))
 
     def ids(self, pattern: str | None = None) -> list[str]:
         """Registered ids, sorted; ``pattern`` is a glob or a substring."""
@@ -176,6 +182,25 @@ class EnvRegistry(_Sourced):
 
     def __len__(self) -> int:
         return len(self._specs)
+
+    # read like the reference's ``ENV_REGISTRY`` dict (id -> EnvSpec)
+    def __getitem__(self, env_id: str) -> EnvSpec:
+        return self._specs[env_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids())
+
+    def keys(self) -> list[str]:
+        return self.ids()
+
+    def values(self) -> list[EnvSpec]:
+        return [self._specs[i] for i in self.ids()]
+
+    def items(self) -> list[tuple[str, EnvSpec]]:
+        return [(i, self._specs[i]) for i in self.ids()]
+
+    def get(self, env_id: str, default: Any = None) -> EnvSpec | Any:
+        return self._specs.get(env_id, default)
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,22 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
+
+
+def np_random(seed: int | None = None) -> tuple[np.random.Generator, int]:
+    """A numpy generator for ``seed`` (OS entropy if ``None``) and the entropy it was built
+    from: the reference package's ``gem.utils.seeding.np_random``."""
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seq = np.random.SeedSequence(None if seed is None else int(seed))
+    return np.random.Generator(np.random.PCG64(seq)), int(seq.entropy)
+
+
+def set_global_seed(seed: int | None = None) -> None:
+    """Seed the global ``random`` and ``numpy.random`` state (the reference's ``set_seed``).
+
+    GEM's envs never read that state (each has its own ``env.rng``); this is for scripts
+    of their own that do.
+    """
+    random.seed(seed)
+    np.random.seed(seed)

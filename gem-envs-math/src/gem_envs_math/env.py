@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gem.core import StepResult
+from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem_envs_math import sources
 from gem_envs_math.grading import grade
 
-#: the observation after the single step (the reference package's terminal marker)
-TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
+#: the format-error reward ``use_format_error_reward=True`` selects (the reference's)
+FORMAT_ERROR_REWARD = -0.1
+
+__all__ = ["FORMAT_ERROR_REWARD", "TERMINAL_STATE", "MathEnv"]
 
 
 class MathEnv(DatasetEnv):
@@ -31,6 +33,14 @@ class MathEnv(DatasetEnv):
       is reachable,
     - ``source``: a packaged dataset (``gsm8k-test``, ``math500``, ``math-test``,
       ``math-test-4.5k``, ``asdiv``; see :data:`gem_envs_math.sources.PACKAGED`).
+
+    The step ends the episode with ``terminated`` and ``truncated`` both True, as the
+    reference's single-turn envs do. The reference's ``use_format_error_reward=True``
+    selects its -0.1; its ``eval=True`` means ``shuffle=False``; ``verbose`` is accepted
+    (the reference's MathEnv ignores it too); ``use_mp`` is accepted and recorded, but grading always runs in a
+    supervised worker pool (math-verify's own timeout only works in a main thread, and a
+    pathological answer would otherwise hang the caller). ``env.dataset`` is the
+    problems, assignable (``env.dataset = env.dataset.select(range(50))``).
 
     ``question_key``/``answer_key`` name the fields of file and hub records;
     ``subjects``/``levels`` filter MATH problems. ``reset(idx=i)`` poses problem ``i``
@@ -58,8 +68,12 @@ class MathEnv(DatasetEnv):
         subjects: Sequence[str] | None = None,
         levels: Sequence[int] | None = None,
         shuffle: bool = True,
-        format_error_reward: float = 0.0,
+        format_error_reward: float | None = None,
         grade_timeout: float | None = None,
+        use_format_error_reward: bool = False,
+        use_mp: bool = True,
+        eval: bool = False,  # the reference's keyword (it shadows the builtin here only)
+        verbose: bool = False,
     ) -> None:
         if dataset is not None:
             problems: Sequence[Mapping[str, Any]] = dataset
@@ -75,12 +89,15 @@ class MathEnv(DatasetEnv):
             if not isinstance(problems, Records):
                 problems = Records("dataset", problems)
             problems = sources.select(problems, subjects, levels)
-        super().__init__(problems, shuffle=shuffle)
+        super().__init__(problems, shuffle=shuffle and not eval)
         # in-memory datasets keep their own keys; loaded ones are normalised
         loaded = dataset is None
         self.question_key = "problem" if loaded else question_key
         self.answer_key = "answer" if loaded else answer_key
+        if format_error_reward is None:
+            format_error_reward = FORMAT_ERROR_REWARD if use_format_error_reward else 0.0
         self.format_error_reward = float(format_error_reward)
+        self.use_mp, self.verbose = use_mp, verbose
         self.grade_timeout = grade_timeout
 
     def pose(self, record: Mapping[str, Any]) -> str:
@@ -116,7 +133,7 @@ class MathEnv(DatasetEnv):
             "reference_answer": reference,
             "idx": self.index,
         }
-        return TERMINAL_STATE, reward, True, False, info
+        return TERMINAL_STATE, reward, True, True, info
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(0, 100)}}}"

@@ -250,7 +250,7 @@ class ProceduralMathEnv(gem.Env):
             "grade_status": result.status,
             "reference_answer": self.answer,
         }
-        return TERMINAL_STATE, reward, True, False, info
+        return TERMINAL_STATE, reward, True, True, info
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(-20, 100)}}}"

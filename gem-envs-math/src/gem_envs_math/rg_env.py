@@ -99,16 +99,16 @@ class ReasoningGymEnv(gem.Env):
         info: dict[str, Any] = {"extracted_answer": answer, "reference_answer": self.answer}
         if answer is None:
             info.update(correct=False, format_error=True, grade_status="no_answer")
-            return TERMINAL_STATE, self.format_error_reward, True, False, info
+            return TERMINAL_STATE, self.format_error_reward, True, True, info
         if len(answer) > MAX_ANSWER_CHARS:
             info.update(correct=False, format_error=False, grade_status="too_long", extracted_answer=answer[:100])
-            return TERMINAL_STATE, 0.0, True, False, info
+            return TERMINAL_STATE, 0.0, True, True, info
         outcome = shared_pool("reasoning_gym").call(
             _SCORE, self.name, self.size, self._current[0], answer, self.entry, timeout=self.grade_timeout
         )
         score = float(outcome.value) if outcome.status == "ok" else 0.0
         info.update(correct=score >= 1.0, format_error=False, grade_status=outcome.status, score=score)
-        return TERMINAL_STATE, score, True, False, info
+        return TERMINAL_STATE, score, True, True, info
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(0, 100)}}}"

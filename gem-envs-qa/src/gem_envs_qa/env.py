@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gem.core import StepResult
+from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem.parsing import answer_tag, last_boxed
 from gem_envs_qa import sources
 from gem_envs_qa.metrics import contains_answer, exact_match, f1_score
-
-#: the observation after the single step (the reference package's terminal marker)
-TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 
 #: the reference package's QA prompt, kept word for word so that models trained on it see
 #: the same text: reason in <think>, answer in <answer>
@@ -116,7 +113,7 @@ class QaEnv(DatasetEnv):
         info: dict[str, Any] = {"reference_answer": list(record["answer"]), "idx": self.index}
         if extracted is None:
             info.update(correct=False, f1=0.0, extracted_answer=None, format_error=True)
-            return TERMINAL_STATE, self.format_error_reward, True, False, info
+            return TERMINAL_STATE, self.format_error_reward, True, True, info
         parts = record.get("answer_parts")
         if parts:
             found = [contains_answer(extracted, part) for part in parts]
@@ -126,7 +123,7 @@ class QaEnv(DatasetEnv):
             correct = exact_match(extracted, record["answer"])
         info.update(correct=correct, f1=f1_score(extracted, record["answer"]), extracted_answer=extracted,
                     format_error=False)  # fmt: skip
-        return TERMINAL_STATE, 1.0 if correct else 0.0, True, False, info
+        return TERMINAL_STATE, 1.0 if correct else 0.0, True, True, info
 
     def sample_random_action(self) -> str:
         answer = self.rng.choice(_RANDOM_ANSWERS)

@@ -109,3 +109,41 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+class ReferenceTool(Tool):
+    """Base class for tools written against the reference package's ``BaseTool`` (which
+    ``gem.tools.base_tool.BaseTool`` names): a subclass implements
+    :meth:`instruction_string` and ``execute_action(action)`` returning ``(is_valid,
+    has_error, observation, parsed_action)``, one call that both finds and runs the call.
+
+    The tool wrapper asks tools to :meth:`parse` an action first; here parsing is that
+    one call, and :meth:`execute` hands back what it returned.
+
+    >>> class Echo(ReferenceTool):
+    ...     tool_type = "echo"
+    ...     def instruction_string(self):
+    ...         return "Write <echo>text</echo>."
+    ...     def execute_action(self, action):
+    ...         found = "<echo>" in action
+    ...         return found, False, action.split("<echo>")[-1] if found else "", action
+    >>> Echo().parse("<echo>hi").arguments["result"].observation
+    'hi'
+    """
+
+    def __init__(self, num_workers: int = 1) -> None:
+        self.num_workers = num_workers
+
+    def parse(self, action: str) -> ToolCall | None:
+        is_valid, has_error, observation, parsed_action = self.execute_action(action)
+        if not is_valid:
+            return None
+        result = ToolResult(True, bool(has_error), str(observation), str(parsed_action))
+        return ToolCall(self.name, {"result": result}, result.parsed_action)
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        return call.arguments["result"]
+
+    def execute_action(self, action: str) -> Any:  # type: ignore[override]
+        """``(is_valid, has_error, observation, parsed_action)`` for ``action``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute_action()")

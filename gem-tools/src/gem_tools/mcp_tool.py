@@ -116,6 +116,13 @@ def _schema(tool: Any) -> dict[str, Any]:
     return dict(schema or {"type": "object", "properties": {}})
 
 
+def _servers_of(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    servers = config.get("mcpServers", config)
+    if not isinstance(servers, Mapping) or not servers:
+        raise ValueError("an MCP config needs {'mcpServers': {name: {'url': ...} or {'command': ...}}}")
+    return servers
+
+
 class MCPTool(Tool):
     """Expose MCP servers' tools to the agent as ``<tool_call>`` JSON calls.
 
@@ -124,6 +131,11 @@ class MCPTool(Tool):
     >>> tool = MCPTool.from_config("mcp_servers.json")             # doctest: +SKIP
     >>> tool.execute_action('<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>')  # doctest: +SKIP
     ToolResult(parsed=True, has_error=False, observation='\\n<mcp_result>\\n3\\n</mcp_result>\\n', ...)
+
+    The reference package's forms work too: ``MCPTool(config)`` with a URL or an
+    ``{"mcpServers": {...}}`` dict as first argument, ``MCPTool.from_url(url)``, and
+    ``validate_on_init`` (accepted; ours always connects at construction, because the
+    server's tool list decides which calls parse).
 
     ``servers`` maps server names to ``{"url": ...}`` (streamable HTTP) or ``{"command":
     ..., "args": [...], "env": {...}, "cwd": ...}`` (stdio); with several servers each
@@ -138,7 +150,7 @@ class MCPTool(Tool):
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | Mapping[str, Any] | None = None,
         command: Sequence[str] | None = None,
         *,
         servers: Mapping[str, Mapping[str, Any]] | None = None,
@@ -147,7 +159,11 @@ class MCPTool(Tool):
         tool_names: Sequence[str] | None = None,
         timeout: float = 30.0,
         connect_timeout: float = 30.0,
+        validate_on_init: bool = True,
     ) -> None:
+        del validate_on_init  # always validated: see the class docstring
+        if isinstance(url, Mapping):  # the reference's MCPTool(config_dict)
+            url, servers = None, _servers_of(url)
         if sum(x is not None for x in (url, command, servers)) != 1:
             raise ValueError(
                 "MCPTool needs exactly one of url= (streamable HTTP), command= (a stdio server) or servers="
@@ -185,10 +201,12 @@ class MCPTool(Tool):
         if not isinstance(config, Mapping):
             with open(config, encoding="utf-8") as f:
                 config = json.load(f)
-        servers = config.get("mcpServers", config)
-        if not isinstance(servers, Mapping) or not servers:
-            raise ValueError("an MCP config needs {'mcpServers': {name: {'url': ...} or {'command': ...}}}")
-        return cls(servers=servers, **kwargs)
+        return cls(servers=_servers_of(config), **kwargs)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> MCPTool:
+        """One streamable-HTTP server (the reference's constructor of that name)."""
+        return cls(url=url, **kwargs)
 
     @property
     def server_tools(self) -> dict[str, Any]:

@@ -30,6 +30,9 @@ class PythonCodeTool(Tool):
     GEM's option of that name does. The code sees the standard library and, of the
     installed packages, only ``packages`` (e.g. ``("numpy", "sympy", "mpmath")``): never
     the environment's site-packages, where a dataset wheel with the answers may live.
+    The reference's ``sandbox_type`` is accepted: ``"bwrap"`` selects that backend;
+    ``"none"`` (its default, no isolation there) still runs in the best sandbox
+    available here, since agent code is never run bare.
     """
 
     name = "python"
@@ -44,14 +47,19 @@ class PythonCodeTool(Tool):
     def __init__(
         self,
         timeout: float = 5,
-        *,
+        sandbox_type: str | None = None,
         keep_error_last_line: bool = False,
+        *,
         sandbox: Sandbox | None = None,
         backend: str = "auto",
         limits: Limits | None = None,
         python: str | None = None,
         packages: tuple[str, ...] = (),
     ) -> None:
+        if sandbox_type not in (None, "none", "bwrap"):
+            raise ValueError(f"sandbox_type must be 'bwrap' or 'none' (the reference's values), got {sandbox_type!r}")
+        if sandbox_type == "bwrap":
+            backend = "bwrap"
         self.timeout = timeout
         self.keep_error_last_line = keep_error_last_line
         base = limits or Limits()

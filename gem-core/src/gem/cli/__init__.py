@@ -3,6 +3,7 @@ and the subcommands plugins add (``gem train``, ``gem eval``, ...)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from gem.errors import GemError, did_you_mean
@@ -36,7 +37,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gem: unknown command {name!r}.{did_you_mean(name, list(helps))}\n\n{_usage(helps)}", file=sys.stderr)
         return 2
     try:
-        return int(registry.get(name).factory(argv[1:]) or 0)
+        status = int(registry.get(name).factory(argv[1:]) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # the reader went away (``gem list | head -2``): stop quietly, as a Unix tool does.
+        # stdout is pointed at /dev/null so the interpreter's final flush does not fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what the shell reports for such a tool
     except GemError as exc:
         print(f"gem {name}: {exc}", file=sys.stderr)
         return 1

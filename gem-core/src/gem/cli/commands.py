@@ -62,15 +62,15 @@ def cmd_info(argv: list[str]) -> int:
     print(f"provided by:  {s.source}")
     if s.description:
         print(f"description:  {s.description}")
-    print("defaults:")
+    print("defaults:" if s.kwargs else "defaults:     (none)")
     for key, value in sorted(s.kwargs.items()):
-        print(f"  {key} = {value!r}")
+        print(f"  {key} = {_shown(value)}")
     env = make(args.env_id)
     try:
         obs, _info = env.reset(seed=args.seed)
         print(f"\nfirst observation (seed {args.seed}):\n" + _indent(obs if isinstance(obs, str) else json.dumps(obs)))
         try:
-            print(f"\na random action: {env.sample_random_action()!r}")
+            print(f"\na random action: {_shown(env.sample_random_action())}")
         except NotImplementedError:
             pass
     finally:
@@ -129,6 +129,9 @@ def cmd_play(argv: list[str]) -> int:
                 except EOFError:
                     print()
                     return 0
+                if not action.strip():  # an empty line is a slip of the Enter key, not a move
+                    print("(type a move, :random for a random one, or :quit)")
+                    continue
                 if action.strip() == ":quit":
                     return 0
                 if action.strip() == ":random":
@@ -142,12 +145,19 @@ def cmd_play(argv: list[str]) -> int:
                 print(obs)
                 print(f"-- reward {float(reward):+.3f}   return {total:+.3f}")
                 if terminated or truncated:
-                    print(f"=== episode over ({'terminated' if terminated else 'truncated'}) after {turn} turns, "
+                    turns = f"{turn} turn" + ("" if turn == 1 else "s")
+                    print(f"=== episode over ({'terminated' if terminated else 'truncated'}) after {turns}, "
                           f"return {total:+.3f} ===")
                     break
     finally:
         env.close()
     return 0
+
+
+def _shown(value: Any) -> str:
+    """A value for people to read: a string in quotes as written (``'\\boxed{5}'`` shows one
+    backslash, as the env reads it), anything else as a Python literal."""
+    return f"'{value}'" if isinstance(value, str) else repr(value)
 
 
 def _indent(text: str) -> str:

@@ -86,6 +86,19 @@ class DatasetEnv(Env):
         return self.pose(self.record), {"idx": self.index, "epoch": self.epoch}
 
     @property
+    def dataset(self) -> Sequence[Any]:
+        """The records (the reference's name). Assigning a new sequence (e.g.
+        ``env.dataset = env.dataset.select(range(100))``) restarts the epochs over it."""
+        return self.records
+
+    @dataset.setter
+    def dataset(self, records: Sequence[Any]) -> None:
+        if len(records) == 0:
+            raise ValueError(f"{type(self).__name__} got an empty dataset")
+        self.records = records
+        self.index, self.epoch, self._order, self._position = None, 0, None, 0
+
+    @property
     def record(self) -> Any:
         """The record posed now."""
         if self.index is None:

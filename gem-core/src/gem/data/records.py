@@ -21,6 +21,7 @@ import gzip
 import io
 import json
 import os
+import random
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -61,6 +62,17 @@ class Records(Sequence):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} ({len(self)})>"
+
+    # the two ``datasets.Dataset`` methods scripts use to subsample an env's data
+    def select(self, indices: Iterable[int]) -> Records:
+        """The records at ``indices``, in that order."""
+        return Records(self.name, [self._records[i] for i in indices])
+
+    def shuffle(self, seed: int | None = None) -> Records:
+        """The records in a random order (``seed`` makes it reproducible)."""
+        order = list(self._records)
+        random.Random(seed).shuffle(order)
+        return Records(self.name, order)
 
 
 _cache: dict[Hashable, Any] = {}

@@ -16,12 +16,27 @@ from gem.eval.evaluation import EvalConfig, evaluate
 from gem.eval.metrics import markdown_table
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Shows an option's default once: only when it says something (not None, a flag's
+    False, an empty list) and the help does not state the default itself."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        empty = default is None or default is False or (isinstance(default, (list, dict)) and not default)
+        if "default" in text or empty or default is argparse.SUPPRESS:
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gem eval",
         description="Evaluate a model on GEM envs: episodes run concurrently, every finished episode is one JSONL "
         "line, and running the same command again resumes an interrupted evaluation.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsFormatter,
     )
     p.add_argument("env_ids", nargs="+", metavar="ENV_IDS", help="env ids, separated by spaces or commas")
     m = p.add_argument_group("model")
@@ -44,8 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--register", action="append", default=[], metavar="ID=MODULE:CLASS",
                    help="register an env of your own before the run (repeatable)")
     s = p.add_argument_group("sampling")
-    s.add_argument("--temperature", type=float, default=0.0)
-    s.add_argument("--top-p", type=float, default=1.0)
+    s.add_argument("--temperature", type=float, default=0.0,
+                   help="sampling temperature; 0 is greedy (one answer per prompt); pass@k needs > 0")
+    s.add_argument("--top-p", type=float, default=1.0,
+                   help="nucleus sampling: sample from the smallest set of tokens whose probability reaches P")
     s.add_argument("--max-tokens", type=int, default=512, help="tokens per answer")
     sp = s.add_mutually_exclusive_group()
     sp.add_argument("--system-prompt", help="system message put before every conversation")

@@ -172,7 +172,7 @@ def _check_settings(out: Path, config: EvalConfig) -> None:
 
 def _validate(config: EvalConfig, check_model: bool) -> None:
     from gem.registration import spec
-    from gem.wrappers import get_wrapper_fns
+    from gem.wrappers import WRAPPER_FACTORY, get_wrapper_fns
 
     for name, value in (("episodes", config.episodes), ("samples", config.samples),
                         ("concurrency", config.concurrency), ("max_tokens", config.max_tokens)):
@@ -182,11 +182,14 @@ def _validate(config: EvalConfig, check_model: bool) -> None:
         raise GemError("name at least one env id (`gem list` shows them)")
     for env_id in config.env_ids:
         spec(env_id)  # an unknown id fails here, with "Did you mean ...?", before any request
+    chat_hint = "(gem eval sends chats: the history wrapper is `messages`, or a text mode such as concat_with_action)"
     try:
         get_wrapper_fns(config.wrapper_names())
     except (KeyError, ValueError) as exc:
-        raise GemError(f"--wrappers {config.wrappers!r}: {exc} (gem eval sends chats: the history wrapper is "
-                       "`messages`, or a text mode such as concat_with_action)") from None
+        raise GemError(f"--wrappers {config.wrappers!r}: {exc} {chat_hint}") from None
+    templated = [n for n in config.wrapper_names() if n in WRAPPER_FACTORY.tokenizer_required()]
+    if templated:
+        raise GemError(f"--wrappers {config.wrappers!r}: wrapper {templated[0]!r} needs a tokenizer {chat_hint}")
     if check_model:
         parse_model_spec(config.model, config.base_url)
 

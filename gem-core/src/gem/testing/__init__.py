@@ -8,6 +8,6 @@ The fixtures (``gem_registry``, ``gem_catalog``) come from the pytest plugin
 installed.
 """
 
-from gem.testing.check import ADVERSARIAL_ACTIONS, CheckEnvError, check_env
+from gem.testing.check import ADVERSARIAL_ACTIONS, CheckEnvError, CheckReport, CheckResult, check_env
 
-__all__ = ["ADVERSARIAL_ACTIONS", "CheckEnvError", "check_env"]
+__all__ = ["ADVERSARIAL_ACTIONS", "CheckEnvError", "CheckReport", "CheckResult", "check_env"]

@@ -20,8 +20,9 @@ class VectorEnv(ABC):
     """``num_envs`` envs stepped together.
 
     ``step`` takes a list of actions (one per env) or a dict ``{index: action}`` that
-    steps only those envs; with a dict, every returned element is a dict keyed by the
-    same indices. Rewards, terminations and truncations are numpy arrays for a list.
+    steps only those envs; with a dict, the results are in the dict's order (as in the
+    reference package): ``obs[k]`` belongs to the ``k``-th key. Rewards, terminations and
+    truncations are numpy arrays, observations and infos lists.
     """
 
     backend: str = "?"
@@ -30,7 +31,7 @@ class VectorEnv(ABC):
         self,
         env_fns: Sequence[Callable[[], Env]],
         env_ids: Sequence[str | None] | None = None,
-        seed: int | None = 0,
+        seed: int | Sequence[int | None] | None = 0,
         autoreset_mode: str | AutoresetMode = "same_step",
         on_error: str = "raise",
     ) -> None:
@@ -63,11 +64,19 @@ class VectorEnv(ABC):
         indices: Sequence[int] | None = None,
         **kwargs: Any,
     ) -> tuple[list[Any], list[dict[str, Any]]]:
-        """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed."""
+        """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed.
+
+        ``kwargs`` go to every env's ``reset``, except ``env{i}_kwargs={...}`` (the
+        reference's form), which go to env ``i`` only: ``reset(env0_kwargs={"idx": 3})``.
+        """
         indices = list(range(self.num_envs)) if indices is None else list(indices)
+        own = {i: kwargs.pop(f"env{i}_kwargs") for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
         if seed is None and self._base_seed is not None:
-            seed, self._base_seed = self._base_seed, None  # first reset uses make_vec's seed
-            seeds: list[int | None] = [seed + i for i in indices]
+            # the first reset uses make_vec's seed: seed + i, or one seed (or None) per env
+            first, self._base_seed = self._base_seed, None
+            seeds: list[int | None] = (
+                [first + i for i in indices] if isinstance(first, (int, np.integer)) else [first[i] for i in indices]
+            )
         elif seed is None:
             seeds = [None] * len(indices)
         elif isinstance(seed, (int, np.integer)):
@@ -76,7 +85,7 @@ class VectorEnv(ABC):
             seeds = list(seed)
             if len(seeds) != len(indices):
                 raise ValueError(f"got {len(seeds)} seeds for {len(indices)} envs")
-        results = self._run([(i, "reset", (s, kwargs), {}) for i, s in zip(indices, seeds)])
+        results = self._run([(i, "reset", (s, {**kwargs, **own.get(i, {})}), {}) for i, s in zip(indices, seeds)])
         return [r[0] for r in results], [r[1] for r in results]
 
     def step(
@@ -89,11 +98,13 @@ class VectorEnv(ABC):
             if bad:
                 raise IndexError(f"env indices {bad} out of range for {self.num_envs} envs")
             results = self._run([(i, "step", (actions[i],), {}) for i in indices])
-            return tuple({i: r[k] for i, r in zip(indices, results)} for k in range(5))  # type: ignore[return-value]
-        actions = list(actions)
-        if len(actions) != self.num_envs:
-            raise ValueError(f"got {len(actions)} actions for {self.num_envs} envs")
-        results = self._run([(i, "step", (a,), {}) for i, a in enumerate(actions)])
+        else:
+            actions = list(actions)
+            if len(actions) != self.num_envs:
+                raise ValueError(f"got {len(actions)} actions for {self.num_envs} envs")
+            results = self._run([(i, "step", (a,), {}) for i, a in enumerate(actions)])
+        if not results:
+            return [], np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_), []
         obs, rew, term, trunc, infos = zip(*results)
         return (
             list(obs),

@@ -8,8 +8,13 @@ from gem.core import Env, StepResult, Wrapper
 
 
 class EpisodeTrackingWrapper(Wrapper):
-    """Adds ``info["step"]`` and ``info["cumulative_reward"]`` to every step, and at
-    the end of an episode ``info["episode"] = {"length": ..., "return": ...}``."""
+    """Adds the step count and the return so far to every step's info, and at the end of
+    an episode ``info["episode"] = {"length": ..., "return": ...}``.
+
+    The keys are the reference package's (``step_counter``, ``cumulative_rewards``; after
+    a reset also ``prev_ep_step_counter``, ``prev_ep_cumulative_rewards``) and ours
+    (``step``, ``cumulative_reward``), with the same values.
+    """
 
     def __init__(self, env: Env) -> None:
         super().__init__(env)
@@ -17,15 +22,24 @@ class EpisodeTrackingWrapper(Wrapper):
         self.cumulative_reward = 0.0
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        previous = {"prev_ep_step_counter": self.step_count, "prev_ep_cumulative_rewards": self.cumulative_reward}
         self.step_count, self.cumulative_reward = 0, 0.0
         obs, info = self.env.reset(seed=seed, **kwargs)
-        return obs, {**info, "step": 0, "cumulative_reward": 0.0}
+        return obs, {**info, **self._counters(), **previous}
+
+    def _counters(self) -> dict[str, Any]:
+        return {
+            "step": self.step_count,
+            "cumulative_reward": self.cumulative_reward,
+            "step_counter": self.step_count,
+            "cumulative_rewards": self.cumulative_reward,
+        }
 
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.step_count += 1
         self.cumulative_reward += float(reward)
-        info = {**info, "step": self.step_count, "cumulative_reward": self.cumulative_reward}
+        info = {**info, **self._counters()}
         if terminated or truncated:
             info["episode"] = {"length": self.step_count, "return": self.cumulative_reward}
         return obs, reward, terminated, truncated, info

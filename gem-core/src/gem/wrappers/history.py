@@ -30,7 +30,9 @@ class HistoryWrapper(Wrapper):
       trainer applies the template once and keeps its token ids.
 
     ``info["prefix"]`` / ``info["suffix"]`` from the env are put around the text
-    (for ``messages``: around the last user message). ``max_history_length`` keeps only
+    (for ``messages``: around the last user message). In ``concat_chat``, an observation
+    whose info says ``use_tool`` (a tool's output, from the tool wrapper) is a ``tool``
+    message, as in the reference package. ``max_history_length`` keeps only
     the last N turns.
 
     >>> env = HistoryWrapper(gem.make("game:GuessTheNumber-v0-easy"), mode="concat_with_action")  # doctest: +SKIP
@@ -55,29 +57,34 @@ class HistoryWrapper(Wrapper):
         self.system_prompt = system_prompt
         self.observations: deque[str] = deque(maxlen=max_history_length + 1 if max_history_length else None)
         self.actions: deque[str] = deque(maxlen=max_history_length)
+        #: per observation: whether it is a tool's output (``info["use_tool"]``)
+        self.from_tool: deque[bool] = deque(maxlen=self.observations.maxlen)
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, **kwargs)
         self.observations.clear()
         self.actions.clear()
+        self.from_tool.clear()
         if self.mode == "concat_chat_on_reset":
             obs = self._template([{"role": "user", "content": obs}])
         self.observations.append(obs)
+        self.from_tool.append(False)
         return self.render(info), info
 
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.actions.append(info.get("parsed_action", action) if isinstance(info, dict) else action)
         self.observations.append(obs)
+        self.from_tool.append(bool(isinstance(info, dict) and info.get("use_tool")))
         return self.render(info), reward, terminated, truncated, info
 
-    def messages(self) -> list[dict[str, str]]:
-        """The history as chat messages."""
+    def messages(self, tool_role: bool = False) -> list[dict[str, str]]:
+        """The history as chat messages (``tool_role``: tool outputs as ``tool`` messages)."""
         out = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        for i, obs in enumerate(self.observations):
+        for i, (obs, from_tool) in enumerate(zip(self.observations, self.from_tool)):
             if i > 0:
                 out.append({"role": "assistant", "content": self.actions[i - 1]})
-            out.append({"role": "user", "content": obs})
+            out.append({"role": "tool" if tool_role and from_tool else "user", "content": obs})
         return out
 
     def render(self, info: dict[str, Any]) -> Any:
@@ -87,7 +94,7 @@ class HistoryWrapper(Wrapper):
             msgs[-1] = {"role": "user", "content": prefix + msgs[-1]["content"] + suffix}
             return msgs
         if self.mode == "concat_chat":
-            text = self._template(self.messages())
+            text = self._template(self.messages(tool_role=True))
         elif self.mode == "concat":
             text = "".join(_line(o) for o in self.observations)
         else:
@@ -102,13 +109,16 @@ class HistoryWrapper(Wrapper):
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def get_wrapper_state(self) -> dict[str, Any]:
-        return {"observations": list(self.observations), "actions": list(self.actions)}
+        return {"observations": list(self.observations), "actions": list(self.actions),
+                "from_tool": list(self.from_tool)}
 
     def set_wrapper_state(self, state: dict[str, Any]) -> None:
         self.observations.clear()
         self.observations.extend(state.get("observations", []))
         self.actions.clear()
         self.actions.extend(state.get("actions", []))
+        self.from_tool.clear()
+        self.from_tool.extend(state.get("from_tool", [False] * len(self.observations)))
 
 
 def ObservationWrapper(
