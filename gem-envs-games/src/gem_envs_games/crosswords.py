@@ -2,7 +2,7 @@
 
 >>> env = CrosswordsEnv(hardcore=False, max_turns=30, num_words=3)
 >>> obs, info = env.reset(seed=0)
->>> "Across" in obs or "Down" in obs
+>>> "Across" in info["suffix"] or "Down" in info["suffix"]
 True
 
 Every puzzle is connected (each word crosses another), has no letters touching except
@@ -183,7 +183,7 @@ class CrosswordsEnv(TurnGame):
     def last_turn_note(self) -> str:
         return f" That was your last turn.\n\n{render_grid(self.solution)}"
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         clues = "\n".join(
             f"{n}. {direction.capitalize()} from ({row}, {col}), {len(word)} letters: {clue}"
             for n, (word, clue, row, col, direction) in enumerate(self.words, start=1)

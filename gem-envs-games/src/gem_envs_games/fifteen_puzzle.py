@@ -2,7 +2,7 @@
 
 >>> env = FifteenPuzzleEnv(num_rows=2, max_turns=10)
 >>> obs, info = env.reset(seed=0)
->>> "__" in obs
+>>> "__" in info["suffix"]
 True
 
 Moves name the direction a tile slides into the empty cell: ``up`` moves the
@@ -119,7 +119,7 @@ class FifteenPuzzleEnv(DirectionGame):
         """The fraction of cells (gap included) in place."""
         return self._in_place() / len(self.tiles)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------

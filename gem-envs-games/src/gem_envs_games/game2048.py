@@ -134,7 +134,7 @@ class Game2048Env(DirectionGame):
     def last_turn_note(self) -> str:
         return f" That was the last turn.\n\n{render_board(self.board)}"
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Board:\n{render_board(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------

@@ -49,7 +49,6 @@ class GuessTheNumberEnv(TurnGame):
     """
 
     format_error = "no whole number found in \\boxed{}."
-    board_separator = " "
 
     def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20) -> None:
         self._random = min_number is None or max_number is None
@@ -97,8 +96,8 @@ class GuessTheNumberEnv(TurnGame):
         hint = "higher" if self.secret > guess else "lower"
         return Outcome(f"you guessed {guess}. The number is {hint} than {guess}.")
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f" That was your last turn: the number was {self.secret}."

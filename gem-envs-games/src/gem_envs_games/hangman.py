@@ -110,7 +110,7 @@ class HangmanEnv(TurnGame):
     def _render(self) -> str:
         return " ".join(ch if ch in self.guessed else "_" for ch in self.secret)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         tried = " ".join(self.guessed) or "none"
         return f"Word: {self._render()}\nLetters tried: {tried}\nTurns left: {self.turns_left}. Enter your guess."
 

@@ -61,7 +61,6 @@ class MastermindEnv(TurnGame):
     """
 
     format_error = "no digits found in \\boxed{}."
-    board_separator = " "
 
     def __init__(
         self,
@@ -131,8 +130,8 @@ class MastermindEnv(TurnGame):
             return Outcome.win(f"{shown} is the code! You win.", reward)
         return Outcome(f"{shown} -> {black} black, {white} white.", reward)
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f" That was your last turn: the code was {' '.join(map(str, self.code))}."

@@ -196,7 +196,7 @@ class MinesweeperEnv(TurnGame):
 
         return render_grid([[cell(r, c) for c in range(self.cols)] for r in range(self.rows)])
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return (
             f"Board ('.' hidden, 'F' flagged, digits count adjacent mines):\n{self._render()}\n"
             f"Turns left: {self.turns_left}. Enter your move."

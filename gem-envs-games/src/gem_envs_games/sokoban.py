@@ -2,7 +2,7 @@
 
 >>> env = SokobanEnv(dim_room=(6, 6), num_boxes=2, max_turns=20)
 >>> obs, info = env.reset(seed=0)
->>> obs.count("X") + obs.count("√") >= 2
+>>> info["suffix"].count("X") + info["suffix"].count("√") >= 2
 True
 
 Levels are made by playing backwards from the solved position: the player walks
@@ -239,7 +239,7 @@ class SokobanEnv(DirectionGame):
     def _render(self) -> str:
         return render_level(*self.dim_room, self.walls, self.goals, self.boxes, self.player)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Board:\n{self._render()}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------

@@ -214,7 +214,7 @@ class SudokuEnv(TurnGame):
         box = [self.board[i][j] for i in range(br, br + k) for j in range(bc, bc + k)]
         return digit in self.board[r] or digit in (row[c] for row in self.board) or digit in box
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Grid:\n{render_grid(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:

@@ -105,7 +105,7 @@ class TowerofHanoiEnv(TurnGame):
         """The fraction of the disks on C."""
         return len(self.towers["C"]) / self.num_disks
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:

@@ -2,7 +2,7 @@
 
 >>> env = WordSearchEnv(hardcore=False, max_turns=20, num_words=5)
 >>> obs, info = env.reset(seed=0)
->>> "Words to find" in obs
+>>> "Words to find" in info["suffix"]
 True
 
 Words run across or down (``hardcore``: also backwards) and each appears exactly once
@@ -198,7 +198,7 @@ class WordSearchEnv(TurnGame):
             [[f"[{ch}]" if (r, c) in marked else ch for c, ch in enumerate(row)] for r, row in enumerate(self.grid)]
         )
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         listed = ", ".join(f"[{w}]" if w in self.found else w for w in self.targets)
         return (
             f"Grid:\n{self._render()}\nWords to find ({len(self.found)}/{len(self.targets)} found): {listed}\n"

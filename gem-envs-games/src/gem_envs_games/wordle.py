@@ -69,7 +69,6 @@ class WordleEnv(TurnGame):
     """
 
     format_error = "no word found in \\boxed{}."
-    board_separator = "\n"
 
     def __init__(self, word_length: int | None = 5, only_real_words: bool = True, max_turns: int | None = 20) -> None:
         self._random = word_length is None
@@ -122,8 +121,8 @@ class WordleEnv(TurnGame):
             return Outcome.win(f"{guess} -> {' '.join(marks)}. You found the word!", reward + 0.5)
         return Outcome(f"{guess} -> {' '.join(marks)}", reward)
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f"\nThat was your last turn: the word was {self.secret}."

@@ -67,8 +67,10 @@ def cmd_info(argv: list[str]) -> int:
         print(f"  {key} = {value!r}")
     env = make(args.env_id)
     try:
-        obs, _info = env.reset(seed=args.seed)
+        obs, info = env.reset(seed=args.seed)
         print(f"\nfirst observation (seed {args.seed}):\n" + _indent(obs if isinstance(obs, str) else json.dumps(obs)))
+        if info.get("suffix"):
+            print('\ninfo["suffix"] (a history wrapper adds it below the observation):\n' + _indent(info["suffix"]))
         try:
             print(f"\na random action: {env.sample_random_action()!r}")
         except NotImplementedError:
@@ -116,9 +118,9 @@ def cmd_play(argv: list[str]) -> int:
     try:
         for episode in range(args.episodes):
             seed = None if args.seed is None else args.seed + episode
-            obs, _info = env.reset(seed=seed)
+            obs, info = env.reset(seed=seed)
             print(f"=== {args.env_id}  episode {episode + 1}" + (f"  seed {seed}" if seed is not None else "") + " ===")
-            print(obs)
+            _show(obs, info)
             box = args.box == "always" or (args.box == "auto" and "\\boxed" in str(obs))
             if box and args.box == "auto":
                 print("\n(type just your move: it is sent as \\boxed{move}; --box never turns this off)")
@@ -136,10 +138,10 @@ def cmd_play(argv: list[str]) -> int:
                     print(f"(random action: {action})")
                 elif box and "\\boxed{" not in action:
                     action = f"\\boxed{{{action.strip()}}}"
-                obs, reward, terminated, truncated, _info = env.step(action)
+                obs, reward, terminated, truncated, info = env.step(action)
                 turn += 1
                 total += float(reward)
-                print(obs)
+                _show(obs, info)
                 print(f"-- reward {float(reward):+.3f}   return {total:+.3f}")
                 if terminated or truncated:
                     print(f"=== episode over ({'terminated' if terminated else 'truncated'}) after {turn} turns, "
@@ -148,6 +150,13 @@ def cmd_play(argv: list[str]) -> int:
     finally:
         env.close()
     return 0
+
+
+def _show(obs: Any, info: dict[str, Any]) -> None:
+    # what a history wrapper shows the agent: the observation, then the env's suffix (a game's board)
+    print(obs)
+    if info.get("suffix"):
+        print(info["suffix"])
 
 
 def _indent(text: str) -> str:
