@@ -74,6 +74,19 @@ class Outcome(NamedTuple):
         return cls(text, reward, True, False)
 
 
+def bounded_int(digits: str, max_digits: int = 6) -> int:
+    """``int(digits)`` for a string of decimal digits, or ``10 ** max_digits`` when it
+    has more significant digits than that: such a number is off any board or range
+    anyway, and ``int()`` of an agent's digit string is slow and, past 4300 digits,
+    refused with ValueError.
+
+    >>> bounded_int("0042"), bounded_int("9" * 5000) == 10**6
+    (42, True)
+    """
+    significant = digits.lstrip("0")
+    return int(significant or "0") if len(significant) <= max_digits else 10**max_digits
+
+
 def at_least(name: str, value: int | None, minimum: int) -> None:
     """Refuse a setting below ``minimum``; None (a random preset) passes.
 

@@ -18,10 +18,10 @@ import math
 import re
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
-_INTEGER = re.compile(r"^\s*([+-]?\d+)\s*$")
-#: longer digit strings are out of any range; int() of them is slow or refused
+_INTEGER = re.compile(r"^\s*([+-]?)(\d+)\s*$")
+#: longer numbers are out of any range (read as +-10**18)
 _MAX_DIGITS = 18
 
 
@@ -34,10 +34,9 @@ def parse_guess(text: str) -> int | None:
     match = _INTEGER.match(text)
     if match is None:
         return None
-    digits = match.group(1)
-    if len(digits.lstrip("+-")) > _MAX_DIGITS:
-        return -(10**_MAX_DIGITS) if digits.startswith("-") else 10**_MAX_DIGITS
-    return int(digits)
+    sign, digits = match.groups()
+    value = bounded_int(digits, _MAX_DIGITS)
+    return -value if sign == "-" else value
 
 
 class GuessTheNumberEnv(TurnGame):

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
 _DIGITS = re.compile(r"^[\s,\[\]()]*\d+(?:[\s,]+\d+)*[\s,\[\]()]*$")
 
@@ -47,8 +47,7 @@ def parse_code(text: str, code_length: int, num_numbers: int) -> list[int] | Non
     numbers = re.findall(r"\d+", text)
     if len(numbers) == 1 and len(numbers[0]) == code_length > 1 and num_numbers <= 9:
         numbers = list(numbers[0])
-    # a number too long to be a digit is simply out of range; avoid int() on huge strings
-    return [int(n) if len(n) <= 6 else 10**6 for n in numbers]
+    return [bounded_int(n) for n in numbers]
 
 
 class MastermindEnv(TurnGame):

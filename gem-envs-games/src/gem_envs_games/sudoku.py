@@ -21,12 +21,15 @@ import math
 import re
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
 #: (scale, clues, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((4, 10, 15), (9, 50, 50))
 
-_MOVE = re.compile(r"^\s*[rR]?\s*(\d+)\s*[,\s]\s*[cC]?\s*(\d+)\s*[,\s]\s*(\d+)\s*$")
+_SPACES = re.compile(r"\s*")
+_NUMBER = re.compile(r"\d+")
+#: the three fields of a move and the letter each may start with
+_FIELDS = ("rR", "cC", "")
 
 Grid = list[list[int]]
 
@@ -34,11 +37,32 @@ Grid = list[list[int]]
 def parse_move(text: str) -> tuple[int, int, int] | None:
     """``(row, column, digit)`` (1-based) from the box content, e.g. ``"3 1 7"``.
 
-    >>> parse_move("R3 C1 7"), parse_move("3,1,7"), parse_move("3 1")
-    ((3, 1, 7), (3, 1, 7), None)
+    Fields are separated by whitespace or by one comma (with whitespace around it if
+    you like); the row may start with ``R`` and the column with ``C``. One pass over
+    the text, never backtracking: hostile boxes cost linear time.
+
+    >>> parse_move("R3 C1 7"), parse_move("3,1,7"), parse_move("r 3 , c 1  7"), parse_move("3 1")
+    ((3, 1, 7), (3, 1, 7), (3, 1, 7), None)
     """
-    match = _MOVE.match(text)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    move = text.strip()
+    numbers = []
+    pos = 0
+    for index, letters in enumerate(_FIELDS):
+        if index:
+            after = _SPACES.match(move, pos).end()
+            if after < len(move) and move[after] == ",":
+                after = _SPACES.match(move, after + 1).end()
+            elif after == pos:
+                return None
+            pos = after
+        if letters and pos < len(move) and move[pos] in letters:
+            pos = _SPACES.match(move, pos + 1).end()
+        number = _NUMBER.match(move, pos)
+        if number is None:
+            return None
+        numbers.append(bounded_int(number.group()))
+        pos = number.end()
+    return (numbers[0], numbers[1], numbers[2]) if pos == len(move) else None
 
 
 def solve(grid: Grid, limit: int = 1) -> list[Grid]:

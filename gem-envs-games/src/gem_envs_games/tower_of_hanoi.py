@@ -13,28 +13,36 @@ disks already on C.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gem_envs_games.base import Outcome, TurnGame, at_least
 
 TOWERS = "ABC"
+_TOWER_NAMES = tuple(TOWERS)
 #: (num_disks, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((3, 10), (4, 20), (5, 35))
 
-_MOVE = re.compile(r"^\s*([ABC])\s*(?:,|->|to)?\s*([ABC])\s*$", re.IGNORECASE)
+#: what may stand between the two towers of a move (any case, with whitespace around)
+_SEPARATORS = ("", ",", "->", "to")
 
 
 def parse_move(text: str) -> tuple[str, str] | None:
     """``(source, target)`` from the content of the box, e.g. ``"A C"`` or ``"a,c"``.
 
-    >>> parse_move("a, c")
-    ('A', 'C')
+    Plain string operations, no regex: linear in the length of any hostile box.
+
+    >>> parse_move("a, c"), parse_move("A to B"), parse_move("b->a")
+    (('A', 'C'), ('A', 'B'), ('B', 'A'))
     >>> parse_move("A D") is None
     True
     """
-    match = _MOVE.match(text)
-    return (match.group(1).upper(), match.group(2).upper()) if match else None
+    move = text.strip()
+    if len(move) < 2:
+        return None
+    source, target = move[0].upper(), move[-1].upper()
+    if source not in _TOWER_NAMES or target not in _TOWER_NAMES:
+        return None
+    return (source, target) if move[1:-1].strip().lower() in _SEPARATORS else None
 
 
 def render_towers(towers: dict[str, list[int]]) -> str:
