@@ -18,6 +18,9 @@ move); the current board and the prompt for the next move go to ``info["suffix"]
 every move's feedback once and the board only as it is now. Once the episode is over the
 suffix is empty (there is no next move to ask for).
 
+``play`` returns the feedback text for a move that earns nothing and leaves the game
+running, and an :class:`Outcome` otherwise.
+
 >>> class Coin(TurnGame):
 ...     format_error = "no side found in \\\\boxed{}."
 ...     max_turns = 2
@@ -27,7 +30,7 @@ suffix is empty (there is no next move to ask for).
 ...     def parse_move(self, boxed):
 ...         return boxed.strip().upper() if boxed.strip().upper() in ("H", "T") else None
 ...     def play(self, move):
-...         return Outcome.win("right! You win.") if move == self.side else Outcome("wrong.")
+...         return Outcome.win("right! You win.") if move == self.side else "wrong."
 ...     def task_suffix(self):
 ...         return f"Turns left: {self.turns_left}. Call it."
 >>> env = Coin()
@@ -127,8 +130,9 @@ class TurnGame(gem.Env):
         regex that can backtrack over it, no ``int()`` of an unbounded digit string)."""
         raise NotImplementedError
 
-    def play(self, move: Any) -> Outcome:
-        """Apply a parsed move (invalid moves included: they only waste the turn)."""
+    def play(self, move: Any) -> str | Outcome:
+        """Apply a parsed move (invalid moves included: they only waste the turn); returns
+        the feedback, or an :class:`Outcome` when the move earned a reward or ended the game."""
         raise NotImplementedError
 
     def task_suffix(self) -> str:
@@ -182,7 +186,11 @@ class TurnGame(gem.Env):
             text = f"Turn {turn}: {self.format_error} The game is over."
             # a format error on the last turn also hits the limit: report both
             return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, {"suffix": "", "correct": False}
-        text, reward, over, won = self.play(move)
+        outcome = self.play(move)
+        if outcome.__class__ is str:  # feedback only: no reward, the game goes on
+            text, reward, over, won = outcome, 0.0, False, False
+        else:
+            text, reward, over, won = outcome
         if over:
             self.done = True
             return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won}
@@ -220,4 +228,5 @@ class DirectionGame(TurnGame):
     def sample_random_action(self) -> str:
         """A random direction; drawn from the numpy stream, so sampling leaves the game's
         own draws (``self.rng``) unchanged."""
-        return f"\\boxed{{{self.directions[self.np_random.integers(len(self.directions))]}}}"
+        # a uniform float scaled to an index: a third of the cost of Generator.integers
+        return f"\\boxed{{{self.directions[int(self.np_random.random() * len(self.directions))]}}}"

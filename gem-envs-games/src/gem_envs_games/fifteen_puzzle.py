@@ -100,13 +100,13 @@ class FifteenPuzzleEnv(DirectionGame):
             if tiles != goal_tiles(rows):
                 return tiles
 
-    def play(self, direction: str) -> Outcome:
+    def play(self, direction: str) -> str | Outcome:
         if not slide(self.tiles, self.num_rows, direction):
-            return Outcome(f"no tile can move {direction} into the empty cell; nothing moved.")
+            return f"no tile can move {direction} into the empty cell; nothing moved."
         feedback = f"moved a tile {direction}."
         if self.tiles == goal_tiles(self.num_rows):
             return Outcome.win(f"{feedback} Solved!\n\n{render_tiles(self.tiles, self.num_rows)}")
-        return Outcome(feedback)
+        return feedback
 
     def _in_place(self) -> int:
         return sum(a == b for a, b in zip(self.tiles, goal_tiles(self.num_rows)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
@@ -31,12 +32,20 @@ def parse_guess(text: str) -> int | None:
     >>> parse_guess(" 42 "), parse_guess("4.5"), parse_guess("-3")
     (42, None, -3)
     """
+    if text.isdecimal() and len(text) <= _MAX_DIGITS:  # the usual box: just the digits
+        return int(text)
     match = _INTEGER.match(text)
     if match is None:
         return None
     sign, digits = match.groups()
-    value = bounded_int(digits, _MAX_DIGITS)
+    value = int(digits) if len(digits) <= _MAX_DIGITS else bounded_int(digits, _MAX_DIGITS)
     return -value if sign == "-" else value
+
+
+@lru_cache(maxsize=16)
+def _actions(low: int, high: int) -> tuple[str, ...]:
+    """``\\boxed{n}`` for every n in ``low..high``."""
+    return tuple(f"\\boxed{{{n}}}" for n in range(low, high + 1))
 
 
 class GuessTheNumberEnv(TurnGame):
@@ -81,19 +90,18 @@ class GuessTheNumberEnv(TurnGame):
             "}. Anything without a whole number in \\boxed{} ends the game."
         )
 
-    def parse_move(self, boxed: str) -> int | None:
-        return parse_guess(boxed)
+    parse_move = staticmethod(parse_guess)
 
-    def play(self, guess: int) -> Outcome:
+    def play(self, guess: int) -> str | Outcome:
         if not self.min_number <= guess <= self.max_number:
-            return Outcome(f"{guess} is outside {self.min_number}-{self.max_number}; the turn is lost.")
+            return f"{guess} is outside {self.min_number}-{self.max_number}; the turn is lost."
         if guess in self.guesses:
-            return Outcome(f"you already guessed {guess}; the turn is lost.")
+            return f"you already guessed {guess}; the turn is lost."
         self.guesses.append(guess)
         if guess == self.secret:
             return Outcome.win(f"{guess} is correct! You win.")
         hint = "higher" if self.secret > guess else "lower"
-        return Outcome(f"you guessed {guess}. The number is {hint} than {guess}.")
+        return f"you guessed {guess}. The number is {hint} than {guess}."
 
     def task_suffix(self) -> str:
         return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
@@ -108,7 +116,9 @@ class GuessTheNumberEnv(TurnGame):
         return 1.0 - abs(self.guesses[-1] - self.secret) / (self.max_number - self.min_number)
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"
+        # choice() over the range's actions draws exactly what randint() would, without
+        # its argument checks and the formatting
+        return self.rng.choice(_actions(self.min_number, self.max_number))
 
     def game_state(self) -> dict[str, Any]:
         return {

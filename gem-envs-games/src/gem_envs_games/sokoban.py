@@ -231,16 +231,16 @@ class SokobanEnv(DirectionGame):
                 box, at, used = at, behind, used + 1
         return None if boxes & goals else (boxes, at, used)
 
-    def play(self, direction: str) -> Outcome:
+    def play(self, direction: str) -> str | Outcome:
         moved = push(self.walls, self.boxes, self.player, direction)
         if moved is None:
-            return Outcome(f"you cannot move {direction} (wall, or a box that cannot move).")
+            return f"you cannot move {direction} (wall, or a box that cannot move)."
         pushed = moved[1] != self.boxes
         self.player, self.boxes = moved
         feedback = f"you moved {direction}" + (" and pushed a box." if pushed else ".")
         if self.boxes <= self.goals:
             return Outcome.win(f"{feedback} Every box is on a goal!\n\n{self._render()}")
-        return Outcome(feedback)
+        return feedback
 
     def last_turn_note(self) -> str:
         placed = len(self.boxes & self.goals)

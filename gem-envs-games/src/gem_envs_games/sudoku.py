@@ -206,21 +206,20 @@ class SudokuEnv(TurnGame):
                 puzzle[r][c] = solution[r][c]
         return puzzle
 
-    def parse_move(self, boxed: str) -> tuple[int, int, int] | None:
-        return parse_move(boxed)
+    parse_move = staticmethod(parse_move)
 
-    def play(self, move: tuple[int, int, int]) -> Outcome:
+    def play(self, move: tuple[int, int, int]) -> str | Outcome:
         row, col, digit = move
         n = self.scale
         where = f"{digit} at row {row}, column {col}"
         if not (1 <= row <= n and 1 <= col <= n and 1 <= digit <= n):
-            return Outcome(f"{where} is off the grid (rows, columns and digits run 1 to {n}).")
+            return f"{where} is off the grid (rows, columns and digits run 1 to {n})."
         if self.board[row - 1][col - 1]:
-            return Outcome(f"row {row}, column {col} is already filled.")
+            return f"row {row}, column {col} is already filled."
         if self.solution[row - 1][col - 1] != digit:
             if self._clashes(row - 1, col - 1, digit):
-                return Outcome(f"{where} repeats a digit in its row, column or box.")
-            return Outcome(f"{where} clashes with nothing yet, but leaves the puzzle without a solution.")
+                return f"{where} repeats a digit in its row, column or box."
+            return f"{where} clashes with nothing yet, but leaves the puzzle without a solution."
         self.board[row - 1][col - 1] = digit
         reward = 1.0 / self.empty_at_start
         feedback = f"placed {where}."
@@ -244,7 +243,7 @@ class SudokuEnv(TurnGame):
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
         game's own draws (``self.rng``) unchanged."""
-        row, col, digit = self.np_random.integers(1, self.scale + 1, size=3)
+        row, col, digit = (int(x * self.scale) + 1 for x in self.np_random.random(3))
         return f"\\boxed{{{row} {col} {digit}}}"
 
     # -- state ------------------------------------------------------------------------

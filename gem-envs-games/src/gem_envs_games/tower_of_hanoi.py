@@ -19,6 +19,8 @@ from gem_envs_games.base import Outcome, TurnGame, at_least
 
 TOWERS = "ABC"
 _TOWER_NAMES = tuple(TOWERS)
+#: every well-formed move, for random actions
+_MOVES = tuple(f"\\boxed{{{src} {dst}}}" for src in TOWERS for dst in TOWERS if src != dst)
 #: (num_disks, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((3, 10), (4, 20), (5, 35))
 
@@ -47,7 +49,7 @@ def parse_move(text: str) -> tuple[str, str] | None:
 
 def render_towers(towers: dict[str, list[int]]) -> str:
     """One line per tower, disks listed bottom to top (``A: [3, 2, 1]``)."""
-    return "\n".join(f"{name}: {towers[name]}" for name in TOWERS)
+    return f"A: {towers['A']}\nB: {towers['B']}\nC: {towers['C']}"
 
 
 class TowerofHanoiEnv(TurnGame):
@@ -85,25 +87,23 @@ class TowerofHanoiEnv(TurnGame):
             "Answer with the source and target tower in \\boxed{}, e.g. \\boxed{A C}."
         )
 
-    def parse_move(self, boxed: str) -> tuple[str, str] | None:
-        return parse_move(boxed)
+    parse_move = staticmethod(parse_move)
 
-    def play(self, move: tuple[str, str]) -> Outcome:
+    def play(self, move: tuple[str, str]) -> str | Outcome:
         src, dst = move
         if not self.towers[src]:
-            return Outcome(f"tower {src} is empty; nothing moved.")
+            return f"tower {src} is empty; nothing moved."
         if src == dst:
-            return Outcome(f"source and target are both {src}; nothing moved.")
+            return f"source and target are both {src}; nothing moved."
         if self.towers[dst] and self.towers[dst][-1] < self.towers[src][-1]:
-            return Outcome(
-                f"disk {self.towers[src][-1]} cannot go on the smaller disk {self.towers[dst][-1]}; nothing moved."
-            )
+            top, under = self.towers[src][-1], self.towers[dst][-1]
+            return f"disk {top} cannot go on the smaller disk {under}; nothing moved."
         disk = self.towers[src].pop()
         self.towers[dst].append(disk)
         feedback = f"moved disk {disk} from {src} to {dst}."
         if len(self.towers["C"]) == self.num_disks:
             return Outcome.win(f"{feedback} Solved!\n\n{render_towers(self.towers)}")
-        return Outcome(feedback)
+        return feedback
 
     def last_turn_note(self) -> str:
         on_c = len(self.towers["C"])
@@ -114,13 +114,13 @@ class TowerofHanoiEnv(TurnGame):
         return len(self.towers["C"]) / self.num_disks
 
     def task_suffix(self) -> str:
-        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {self.turns_left}. Enter your move."
+        left = self.max_turns - self.turn
+        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
         game's own draws (``self.rng``) unchanged."""
-        src, dst = self.np_random.choice(list(TOWERS), size=2, replace=False)
-        return f"\\boxed{{{src} {dst}}}"
+        return _MOVES[int(self.np_random.random() * len(_MOVES))]
 
     # -- state ------------------------------------------------------------------------
     def game_state(self) -> dict[str, Any]:

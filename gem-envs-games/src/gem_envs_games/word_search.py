@@ -153,12 +153,12 @@ class WordSearchEnv(TurnGame):
     def parse_move(self, boxed: str) -> tuple[int, int, int, int] | None:
         return parse_guess(boxed)
 
-    def play(self, guess: tuple[int, int, int, int]) -> Outcome:
+    def play(self, guess: tuple[int, int, int, int]) -> str | Outcome:
         r1, c1, r2, c2 = guess
         ends = sorted([[r1, c1], [r2, c2]])
         shown = f"({r1}, {c1}) to ({r2}, {c2})"
         if not all(0 <= v < len(self.grid) for v in guess):
-            return Outcome(f"{shown} leaves the grid; the turn is lost.")
+            return f"{shown} leaves the grid; the turn is lost."
         word = self._word_at(ends)
         reward = 0.0
         if r1 != r2 and c1 != c2:

@@ -106,14 +106,14 @@ class WordleEnv(TurnGame):
     def parse_move(self, boxed: str) -> str | None:
         return parse_word(boxed)
 
-    def play(self, guess: str) -> Outcome:
+    def play(self, guess: str) -> str | Outcome:
         shown = guess if len(guess) <= 20 else guess[:20] + "..."
         if len(guess) != self.word_length:
-            return Outcome(f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost.")
+            return f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost."
         if self.only_real_words and not words.is_real_word(guess):
-            return Outcome(f"{shown} is not in the word list; the turn is lost.")
+            return f"{shown} is not in the word list; the turn is lost."
         if guess in self.guesses:
-            return Outcome(f"you already guessed {shown}; the turn is lost.")
+            return f"you already guessed {shown}; the turn is lost."
         self.guesses.append(guess)
         marks = feedback(self.secret, guess)
         reward = self._green_credit(marks)
