@@ -172,8 +172,9 @@ def hostile(size: int) -> None:
         "open braces": lambda n: "\\boxed{" + "{" * n,
         "words between towers": lambda n: "\\boxed{A " + "to " * (n // 3) + "B}",
     }
-    print(f"\nhostile actions: seconds per step at n = {size:,} characters, and time(4n) / time(n)"
-          " (linear: about 4)")
+    print(f"\nhostile actions: CPU seconds per step at n = {size:,} characters (best of 3), and"
+          " time(4n) / time(n): linear is about 4, quadratic 16; '-' where the step takes under a"
+          " millisecond at both sizes (the box is refused before it is read through)")
     print(f"{'env id':<30} " + " ".join(f"{name:>24}" for name in shapes))
     for env_id in gem.list_envs("game:*-v0-easy"):
         env = gem.make(env_id)
@@ -182,11 +183,15 @@ def hostile(size: int) -> None:
             times = []
             for n in (size, 4 * size):
                 action = make_action(n)
-                env.reset(seed=0)
-                start = time.perf_counter()
-                env.step(action)
-                times.append(time.perf_counter() - start)
-            cells.append(f"{times[0]:.4f}s {times[1] / max(times[0], 1e-9):5.1f}x")
+                best = float("inf")
+                for _ in range(3):
+                    env.reset(seed=0)
+                    start = time.process_time()
+                    env.step(action)
+                    best = min(best, time.process_time() - start)
+                times.append(best)
+            ratio = f"{times[1] / times[0]:5.1f}x" if max(times) >= 1e-3 else "    -"
+            cells.append(f"{times[0]:.4f}s {ratio}")
         print(f"{env_id:<30} " + " ".join(f"{cell:>24}" for cell in cells))
 
 
