@@ -179,7 +179,7 @@ class TurnGame(gem.Env):
         if self.done:
             return NO_EPISODE, 0.0, True, False, {}
         self.turn = turn = self.turn + 1
-        boxed = last_boxed(action, strip=False)
+        boxed = last_boxed(action, False)  # not stripped: the game's parser sees the box as written
         move = self.parse_move(boxed) if boxed is not None else None
         if move is None:
             self.done = True

@@ -13,6 +13,7 @@ disks already on C.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.base import Outcome, TurnGame, at_least
@@ -49,7 +50,13 @@ def parse_move(text: str) -> tuple[str, str] | None:
 
 def render_towers(towers: dict[str, list[int]]) -> str:
     """One line per tower, disks listed bottom to top (``A: [3, 2, 1]``)."""
-    return f"A: {towers['A']}\nB: {towers['B']}\nC: {towers['C']}"
+    # drawn on every step, from few distinct positions (3 ** disks): looked up, not formatted
+    return _render(tuple(towers["A"]), tuple(towers["B"]), tuple(towers["C"]))
+
+
+@lru_cache(maxsize=1 << 12)
+def _render(a: tuple[int, ...], b: tuple[int, ...], c: tuple[int, ...]) -> str:
+    return f"A: {list(a)}\nB: {list(b)}\nC: {list(c)}"
 
 
 class TowerofHanoiEnv(TurnGame):
