@@ -66,6 +66,26 @@ def test_prefix_suffix_and_max_history():
     assert "\\boxed{1}" not in obs and "\\boxed{3}" in obs
 
 
+def test_latest_and_messages_put_the_suffix_on_its_own_line():
+    class Boarded(CountEnv):
+        def reset(self, seed=None, **kwargs):
+            obs, info = super().reset(seed, **kwargs)
+            return obs, {**info, "suffix": "Board A"}
+
+        def step(self, action):
+            obs, r, t, tr, info = super().step(action)
+            return obs, r, t, tr, {**info, "suffix": "Board B"}
+
+    latest = HistoryWrapper(Boarded(high=100, max_turns=9), mode="latest")
+    first, second = play(latest, ["\\boxed{1}"])
+    env = Boarded(high=100, max_turns=9)
+    start, _ = env.reset(seed=0)
+    after = env.step("\\boxed{1}")[0]
+    assert (first, second) == (f"{start}\nBoard A", f"{after}\nBoard B")  # no history, the board once
+    msgs = play(HistoryWrapper(Boarded(high=100, max_turns=9), mode="messages"), ["\\boxed{1}"])[-1]
+    assert msgs[-1]["content"] == f"{after}\nBoard B" and msgs[0]["content"] == start
+
+
 def test_reference_constructor_maps_to_modes():
     assert ObservationWrapper(CountEnv(), include_chat_template=False).mode == "concat_with_action"
     assert ObservationWrapper(CountEnv(), include_action=False, include_chat_template=False).mode == "concat"

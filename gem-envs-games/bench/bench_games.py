@@ -1,52 +1,219 @@
-"""Steps per second of every game preset under random actions.
+"""Steps per second of every game preset under random actions, against the reference
+package on the same machine in the same run, and the cost of hostile actions.
 
-The baseline, measured in the same run by the same loop, is gem-core's trivial
-``CountEnv``: the gap between a game and the baseline is the game's own cost (move
-parsing, rules, board rendering, and puzzle generation at each reset).
+Three tables:
 
-    python gem-envs-games/bench/bench_games.py [--seconds 0.3] [PATTERN]
+1. every preset against gem-core's trivial ``CountEnv``, measured by the same loop: the
+   gap is the game's own cost (move parsing, rules, board rendering, and puzzle
+   generation at each reset);
+2. ours / reference on the reference's hard presets: the reference package (PyPI
+   ``gem-llm``, repository axon-rl/gem) runs in its own interpreter, given by
+   ``--reference-python`` or ``$GEM_REFERENCE_PYTHON``, as a worker that measures with
+   this file's own loop; the two sides take turns, ``--repeats`` times each, and the
+   best rate of each side counts (the machine is shared: the best run is the one least
+   disturbed). Without a reference interpreter the table is skipped with a note;
+3. with ``--hostile``: one step's time on hostile actions of n and 4n characters per
+   game; a linear parser shows a ratio near 4, a quadratic one near 16.
+
+A reference interpreter, kept out of this repository (the game envs need numpy,
+reasoning-gym and pandas; Wordle, Hangman and WordSearch need nltk corpora, which
+cannot be downloaded here, so they are reported as skipped)::
+
+    python -m venv /tmp/gem-ref && /tmp/gem-ref/bin/pip install -e /path/to/axon-rl/gem --no-deps
+    /tmp/gem-ref/bin/pip install numpy reasoning-gym pandas
+
+    python gem-envs-games/bench/bench_games.py [--seconds 0.3] [--reference-python /tmp/gem-ref/bin/python]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import random
+import subprocess
+import sys
 import time
+from typing import Any
 
 import gem
-from gem.testing.envs import CountEnv
+
+#: hard preset of every family the reference package registers
+REFERENCE_IDS = [
+    f"game:{family}-v0-hard"
+    for family in (
+        "GuessTheNumber", "Mastermind", "Minesweeper", "Wordle", "Hangman", "Crosswords", "WordSearch",
+        "FifteenPuzzle", "Sudoku", "TowerofHanoi", "Game2048", "Sokoban",
+    )
+]
 
 
-def rate(env: gem.Env, seconds: float) -> tuple[float, float]:
-    """(steps/s, resets/s) playing random actions for ``seconds``."""
+def _shared_sampler(env_id: str) -> Any:
+    """Random moves for the families the reference package has no ``sample_random_action``
+    for; both sides then play the same kind of moves (the format both read)."""
+    rng = random.Random(0)
+    if "Sudoku" in env_id:
+        return lambda env: f"\\boxed{{{rng.randint(1, 9)} {rng.randint(1, 9)} {rng.randint(1, 9)}}}"
+    if "TowerofHanoi" in env_id:
+        return lambda env: "\\boxed{" + " ".join(rng.sample("ABC", 2)) + "}"
+    return None
+
+
+def rate(env: Any, seconds: float, sample: Any = None) -> tuple[float, float]:
+    """(steps/s, resets/s) playing random actions for ``seconds`` (resets included in
+    the steps' time, as an episode loop pays them).
+
+    Seconds are CPU seconds of this process (``time.process_time``): on a shared
+    machine, wall time mostly measures the other processes' load."""
+    sample = sample or (lambda e: e.sample_random_action())
+    clock = time.process_time
     env.reset(seed=0)
     steps = resets = 0
     reset_time = 0.0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        _, _, terminated, truncated, _ = env.step(env.sample_random_action())
+    start = clock()
+    while clock() - start < seconds:
+        _, _, terminated, truncated, _ = env.step(sample(env))
         steps += 1
         if terminated or truncated:
-            t = time.perf_counter()
+            t = clock()
             env.reset()
-            reset_time += time.perf_counter() - t
+            reset_time += clock() - t
             resets += 1
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return steps / elapsed, (resets / reset_time if reset_time else float("nan"))
+
+
+def measure(env_id: str, seconds: float) -> dict[str, Any]:
+    """One measurement of ``env_id`` with whichever ``gem`` this interpreter imports."""
+    try:
+        env = gem.make(env_id)
+        steps, resets = rate(env, seconds, _shared_sampler(env_id))
+    except Exception as error:  # the reference cannot run some of its envs offline
+        return {"id": env_id, "error": f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"}
+    return {"id": env_id, "steps": steps, "resets": resets}
+
+
+def worker(seconds: float) -> None:
+    """Answer one JSON line per env id read from stdin (run with the reference's python)."""
+    import logging
+
+    logging.disable(logging.INFO)  # the reference logs every make
+    for line in sys.stdin:
+        print(json.dumps(measure(line.strip(), seconds)), flush=True)
+
+
+class Reference:
+    """A worker process measuring envs with the reference package."""
+
+    def __init__(self, python: str, seconds: float) -> None:
+        self.proc = subprocess.Popen(
+            [python, os.path.abspath(__file__), "--worker", "--seconds", str(seconds)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+
+    def measure(self, env_id: str) -> dict[str, Any]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(env_id + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else {"id": env_id, "error": "the reference worker exited"}
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def against_baseline(pattern: str, seconds: float) -> None:
+    from gem.testing.envs import CountEnv
+
+    baseline, baseline_resets = rate(CountEnv(), seconds)
+    print(f"{'env id':<36} {'steps/s':>10} {'vs baseline':>12} {'resets/s':>10}")
+    print(f"{'baseline: gem.testing CountEnv':<36} {baseline:>10,.0f} {1.0:>11.2f}x {baseline_resets:>10,.0f}")
+    for env_id in gem.list_envs(pattern):
+        env = gem.make(env_id)
+        steps, resets = rate(env, seconds)
+        env.close()
+        print(f"{env_id:<36} {steps:>10,.0f} {steps / baseline:>11.3f}x {resets:>10,.0f}")
+
+
+def against_reference(env_ids: list[str], python: str | None, seconds: float, repeats: int) -> None:
+    print("\nours / reference (hard presets, random actions, best of", repeats, "alternating runs each)")
+    if not python or not os.path.exists(python):
+        print("  skipped: no reference interpreter (give --reference-python or set $GEM_REFERENCE_PYTHON;"
+              " see this file's docstring for how to make one)")
+        return
+    reference = Reference(python, seconds)
+    print(f"{'env id':<32} {'ours steps/s':>13} {'ref steps/s':>12} {'ours/ref':>9}")
+    try:
+        for env_id in env_ids:
+            ours, theirs, note = 0.0, 0.0, ""
+            for _ in range(repeats):
+                result = measure(env_id, seconds)
+                ours = max(ours, result.get("steps", 0.0))
+                answer = reference.measure(env_id)
+                if "error" in answer:
+                    note = answer["error"]
+                    break
+                theirs = max(theirs, answer["steps"])
+            if note:
+                print(f"{env_id:<32} {ours:>13,.0f} {'-':>12} {'-':>9}   reference skipped: {note}")
+            else:
+                print(f"{env_id:<32} {ours:>13,.0f} {theirs:>12,.0f} {ours / theirs:>8.2f}x")
+    finally:
+        reference.close()
+
+
+def hostile(size: int) -> None:
+    """Time of one step on hostile boxes of ``size`` and ``4 * size`` characters."""
+    shapes = {
+        "spaces between fields": lambda n: "\\boxed{1" + " " * (n // 2) + "1" + " " * (n // 2) + "x}",
+        "many numbers": lambda n: "\\boxed{" + "1 " * (n // 2) + "x}",
+        "open braces": lambda n: "\\boxed{" + "{" * n,
+        "words between towers": lambda n: "\\boxed{A " + "to " * (n // 3) + "B}",
+    }
+    print(f"\nhostile actions: CPU seconds per step at n = {size:,} characters (best of 3), and"
+          " time(4n) / time(n): linear is about 4, quadratic 16; '-' where the step takes under a"
+          " millisecond at both sizes (the box is refused before it is read through)")
+    print(f"{'env id':<30} " + " ".join(f"{name:>24}" for name in shapes))
+    for env_id in gem.list_envs("game:*-v0-easy"):
+        env = gem.make(env_id)
+        cells = []
+        for make_action in shapes.values():
+            times = []
+            for n in (size, 4 * size):
+                action = make_action(n)
+                best = float("inf")
+                for _ in range(3):
+                    env.reset(seed=0)
+                    start = time.process_time()
+                    env.step(action)
+                    best = min(best, time.process_time() - start)
+                times.append(best)
+            ratio = f"{times[1] / times[0]:5.1f}x" if max(times) >= 1e-3 else "    -"
+            cells.append(f"{times[0]:.4f}s {ratio}")
+        print(f"{env_id:<30} " + " ".join(f"{cell:>24}" for cell in cells))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pattern", nargs="?", default="game:*-v0-*")
-    parser.add_argument("--seconds", type=float, default=0.3, help="measuring time per env")
+    parser.add_argument("pattern", nargs="?", default="game:*-v0-*", help="the envs every table measures")
+    parser.add_argument("--seconds", type=float, default=0.3, help="measuring CPU time per env and run")
+    parser.add_argument("--reference-python", default=os.environ.get("GEM_REFERENCE_PYTHON"),
+                        help="python of a venv with the reference package (default: $GEM_REFERENCE_PYTHON)")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side against the reference")
+    parser.add_argument("--hostile", action="store_true", help="also time hostile actions of n and 4n characters")
+    parser.add_argument("--hostile-size", type=int, default=1 << 18, help="n for --hostile")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    baseline, baseline_resets = rate(CountEnv(), args.seconds)
-    print(f"{'env id':<36} {'steps/s':>10} {'vs baseline':>12} {'resets/s':>10}")
-    print(f"{'baseline: gem.testing CountEnv':<36} {baseline:>10,.0f} {1.0:>11.2f}x {baseline_resets:>10,.0f}")
-    for env_id in gem.list_envs(args.pattern):
-        env = gem.make(env_id)
-        steps, resets = rate(env, args.seconds)
-        env.close()
-        print(f"{env_id:<36} {steps:>10,.0f} {steps / baseline:>11.3f}x {resets:>10,.0f}")
+    if args.worker:
+        worker(args.seconds)
+        return
+    against_baseline(args.pattern, args.seconds)
+    selected = set(gem.list_envs(args.pattern))
+    against_reference([i for i in REFERENCE_IDS if i in selected], args.reference_python, args.seconds, args.repeats)
+    if args.hostile:
+        hostile(args.hostile_size)
 
 
 if __name__ == "__main__":

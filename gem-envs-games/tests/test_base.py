@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import gem
+from gem.wrappers import HistoryWrapper
 from gem_envs_games.base import NO_EPISODE, DirectionGame, Outcome, TurnGame, at_least
 
 
@@ -36,7 +37,7 @@ class Counter(TurnGame):
             return Outcome.win("done! You win.")
         return Outcome(f"total {self.total}.", 0.1)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Total: {self.total}. Turns left: {self.turns_left}."
 
     def last_turn_note(self) -> str:
@@ -52,28 +53,28 @@ class Counter(TurnGame):
         self.goal, self.total, self.salt = state["goal"], state["total"], state["salt"]
 
 
-def test_reset_shows_the_rules_above_the_board():
+def test_reset_shows_the_rules_and_puts_the_board_in_the_suffix():
     env = Counter()
     assert env.step("\\boxed{1}") == (NO_EPISODE, 0.0, True, False, {})
-    assert env.reset(seed=0) == ("Reach 5.\n\nTotal: 0. Turns left: 3.", {})
+    assert env.reset(seed=0) == ("Reach 5.", {"suffix": "Total: 0. Turns left: 3."})
 
 
-def test_a_move_reports_its_turn_then_the_board():
+def test_a_move_reports_its_turn_and_the_suffix_shows_the_board():
     env = Counter()
     env.reset(seed=0)
-    assert env.step("\\boxed{2}") == ("Turn 1: total 2.\n\nTotal: 2. Turns left: 2.", 0.1, False, False, {})
+    assert env.step("\\boxed{2}") == ("Turn 1: total 2.", 0.1, False, False, {"suffix": "Total: 2. Turns left: 2."})
     assert env.step("I say \\boxed{-1}") == (
-        "Turn 2: negative; the turn is lost.\n\nTotal: 2. Turns left: 1.", 0.0, False, False, {}
+        "Turn 2: negative; the turn is lost.", 0.0, False, False, {"suffix": "Total: 2. Turns left: 1."}
     )
 
 
 def test_win_and_loss_end_the_episode_before_the_limit():
     env = Counter()
     env.reset(seed=0)
-    assert env.step("\\boxed{9}") == ("Turn 1: done! You win.", 1.0, True, False, {"correct": True})
+    assert env.step("\\boxed{9}") == ("Turn 1: done! You win.", 1.0, True, False, {"suffix": "", "correct": True})
     assert env.step("\\boxed{1}") == (NO_EPISODE, 0.0, True, False, {})
     env.reset(seed=0)
-    assert env.step("\\boxed{0}") == ("Turn 1: zero. You lose.", 0.25, True, False, {"correct": False})
+    assert env.step("\\boxed{0}") == ("Turn 1: zero. You lose.", 0.25, True, False, {"suffix": "", "correct": False})
 
 
 def test_the_last_turn_adds_the_note_and_the_partial_credit():
@@ -83,7 +84,7 @@ def test_the_last_turn_adds_the_note_and_the_partial_credit():
     obs, reward, terminated, truncated, info = env.step("\\boxed{2}")
     assert obs == "Turn 2: total 3. Out of turns at 3."
     assert reward == pytest.approx(0.1 + 3 / 5)
-    assert (terminated, truncated, info) == (True, True, {"correct": False})
+    assert (terminated, truncated, info) == (True, True, {"suffix": "", "correct": False})
 
 
 @pytest.mark.parametrize("action", ["no box", "\\boxed{two}", "\\boxed{1", None, 7])
@@ -91,7 +92,7 @@ def test_a_format_error_ends_the_episode(action):
     env = Counter()
     env.reset(seed=0)
     expected = "Turn 1: no number found in \\boxed{}. The game is over."
-    assert env.step(action) == (expected, -0.1, True, False, {"correct": False})
+    assert env.step(action) == (expected, -0.1, True, False, {"suffix": "", "correct": False})
     assert env.done
 
 
@@ -134,7 +135,7 @@ def test_every_game_runs_on_the_shared_flow(env_id):
     assert isinstance(game, TurnGame)
     env.reset(seed=0)
     assert env.step("no box") == (
-        f"Turn 1: {type(game).format_error} The game is over.", -0.1, True, False, {"correct": False}
+        f"Turn 1: {type(game).format_error} The game is over.", -0.1, True, False, {"suffix": "", "correct": False}
     )
     assert env.step(env.sample_random_action())[0] == NO_EPISODE
 
@@ -147,3 +148,22 @@ def test_direction_games_read_any_case_and_spacing(env_id):
     env.reset(seed=0)
     assert [game.parse_move(text) for text in (" UP ", "Left", "north", "up left")] == ["up", "left", None, None]
     assert game.parse_move(env.sample_random_action()[len("\\boxed{") : -1]) in game.directions
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_the_board_is_in_the_suffix_and_history_reads_as_the_reference(env_id):
+    """As in the reference package: the observation is the rules, then each move's
+    feedback; ``info["suffix"]`` holds the board as it is now and the prompt, so a
+    history wrapper shows every feedback once and the board once, at the end."""
+    env = gem.make(env_id)
+    rules, info = env.reset(seed=0)
+    assert info["suffix"] and info["suffix"] not in rules
+    action = env.sample_random_action()
+    feedback, _, terminated, truncated, step_info = env.step(action)
+    assert feedback.startswith("Turn 1: ")
+    assert step_info["suffix"] == ("" if terminated or truncated else env.unwrapped.task_suffix())
+
+    wrapped = HistoryWrapper(gem.make(env_id), mode="concat_with_action")
+    assert wrapped.reset(seed=0)[0] == f"{rules}\n{info['suffix']}"
+    shown = wrapped.step(action)[0]
+    assert shown == f"{rules}\n{action}\n{feedback}\n{step_info['suffix']}"

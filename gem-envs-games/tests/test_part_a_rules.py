@@ -141,7 +141,7 @@ def test_minesweeper_mine_flag_and_invalid_moves():
     env.step("\\boxed{reveal 2 2}")
     mine = next((r, c) for r in range(5) for c in range(5) if env.counts[r][c] == MINE)
     assert env.step(f"\\boxed{{flag {mine[0]} {mine[1]}}}")[1:3] == (0.0, False)
-    assert "F" in parse_grid(env.step("\\boxed{reveal 2 2}")[0])[mine[0]][mine[1]]  # already revealed
+    assert "F" in parse_grid(env.step("\\boxed{reveal 2 2}")[4]["suffix"])[mine[0]][mine[1]]  # already revealed
     assert env.step(f"\\boxed{{reveal {mine[0]} {mine[1]}}}")[1:3] == (0.0, False)  # flagged
     assert env.step("\\boxed{dig 1 1}")[1:3] == (0.0, False)
     assert env.step("\\boxed{reveal 9 9}")[1:3] == (0.0, False)
@@ -274,7 +274,7 @@ def test_word_search_guesses():
     assert env.step(f"\\boxed{{{r1} {c1} {r2} {c2}}}")[1:3] == (0.0, False)  # already found
     assert env.step("\\boxed{0 0 3 3}")[1:3] == (0.0, False)  # not straight
     assert env.step("\\boxed{0 0 0 99}")[1:3] == (0.0, False)  # off the grid
-    assert "[" in env.step("\\boxed{0 0 0 0}")[0]  # found words are bracketed
+    assert "[" in env.step("\\boxed{0 0 0 0}")[4]["suffix"]  # found words are bracketed
 
 
 # -- word lists -------------------------------------------------------------------------

@@ -51,11 +51,11 @@ def test_solver_win_rate(env_id):
     solver = solver_for(env)
     wins = 0
     for seed in range(episodes):
-        obs, _ = env.reset(seed=seed)
+        obs, info = env.reset(seed=seed)
         solver.reset()
         rewards = []
         for _ in range(env.max_turns):
-            obs, reward, terminated, truncated, info = env.step(solver.act(obs))
+            obs, reward, terminated, truncated, info = env.step(solver.act(obs, info))
             rewards.append(reward)
             if terminated or truncated:
                 break

@@ -16,14 +16,14 @@ IDS = sorted(i for i in gem.list_envs("game:") if i.split(":")[1].split("-v")[0]
 
 
 def _play(env, seed: int | None, max_steps: int = 200) -> list:
-    """Observations and rewards of one episode played by the solver."""
+    """Observations, rewards and infos of one episode played by the solver."""
     solver = solver_for(env)
     solver.reset()
-    obs, _ = env.reset(seed=seed)
-    trace = [obs]
+    obs, info = env.reset(seed=seed)
+    trace = [(obs, info)]
     for _ in range(max_steps):
-        obs, reward, terminated, truncated, _ = env.step(solver.act(obs))
-        trace.append((obs, reward, terminated, truncated))
+        obs, reward, terminated, truncated, info = env.step(solver.act(obs, info))
+        trace.append((obs, reward, terminated, truncated, info))
         if terminated or truncated:
             break
     return trace
@@ -53,17 +53,17 @@ def test_state_round_trip_mid_episode(env_id):
     env = gem.make(env_id)
     solver = solver_for(env)
     solver.reset()
-    obs, _ = env.reset(seed=11)
-    obs = env.step(solver.act(obs))[0]
+    obs, info = env.reset(seed=11)
+    obs, *_, info = env.step(solver.act(obs, info))
     saved = json.loads(json.dumps(env.get_state()))
 
     def finish(target) -> list:
         moves = solver_for(target)
         moves.reset()
-        rest, current = [], obs
+        rest, current, current_info = [], obs, info
         while True:
-            current, reward, terminated, truncated, _ = target.step(moves.act(current))
-            rest.append((current, reward, terminated, truncated))
+            current, reward, terminated, truncated, current_info = target.step(moves.act(current, current_info))
+            rest.append((current, reward, terminated, truncated, current_info))
             if terminated or truncated:
                 return [*rest, target.get_state()]
 

@@ -57,10 +57,11 @@ def test_check_env(env_id):
 
 
 def _play(env, seed, actions):
-    trace = [env.reset(seed=seed)[0]]
+    obs, info = env.reset(seed=seed)
+    trace = [(obs, info["suffix"])]
     for _ in range(actions):
-        obs, reward, terminated, truncated, _ = env.step(env.sample_random_action())
-        trace.append((obs, reward, terminated, truncated))
+        obs, reward, terminated, truncated, info = env.step(env.sample_random_action())
+        trace.append((obs, reward, terminated, truncated, info["suffix"]))
         if terminated or truncated:
             break
     return trace

@@ -17,11 +17,11 @@ def play(env_id: str, seed: int) -> tuple[bool, int, float]:
     """(won, turns used, return) of one solver episode."""
     env = gem.make(env_id)
     solver = solver_for(env)
-    obs, _ = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed)
     solver.reset()
     turns, total = 0, 0.0
     while True:
-        obs, reward, terminated, truncated, info = env.step(solver.act(obs))
+        obs, reward, terminated, truncated, info = env.step(solver.act(obs, info))
         turns += 1
         total += reward
         if terminated or truncated:

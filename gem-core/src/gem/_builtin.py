@@ -12,7 +12,7 @@ from gem.wrappers.history import HistoryWrapper
 
 @hookimpl
 def gem_register_wrappers(registry):
-    for mode in ("concat", "concat_with_action", "messages"):
+    for mode in ("concat", "concat_with_action", "messages", "latest"):
         registry.register(mode, functools.partial(HistoryWrapper, mode=mode))
     for mode in ("concat_chat", "concat_chat_on_reset"):
         registry.register(mode, functools.partial(HistoryWrapper, mode=mode), requires_tokenizer=True)

@@ -98,19 +98,25 @@ class Env:
             seeding.fresh_seed() if seed is None else seed
         )
 
+    # the two properties below run on every random draw of every env: a plain attribute
+    # read, with the seeding only on the AttributeError of an env never seeded
     @property
     def rng(self) -> random.Random:
         """This env's python RNG (created from OS entropy if never seeded)."""
-        if "_rng" not in self.__dict__:
+        try:
+            return self._rng
+        except AttributeError:
             self._seed(None)
-        return self._rng
+            return self._rng
 
     @property
     def np_random(self) -> np.random.Generator:
         """This env's numpy RNG (created from OS entropy if never seeded)."""
-        if "_np_random" not in self.__dict__:
+        try:
+            return self._np_random
+        except AttributeError:
             self._seed(None)
-        return self._np_random
+            return self._np_random
 
     def rng_state(self) -> dict[str, Any]:
         """JSON snapshot of both RNGs, for :meth:`get_state` implementations."""

@@ -44,6 +44,14 @@ def last_boxed(text: object, strip: bool = True) -> str | None:
     """
     if not isinstance(text, str):
         return None
+    # the common case, a last box without braces inside, costs a few C-level searches
+    body = text.rfind(_BOX) + len(_BOX)
+    if body >= len(_BOX):
+        end = text.find("}", body)
+        if end >= 0:
+            content = text[body:end]
+            if "{" not in content:
+                return content.strip() if strip else content
     limit = len(text)
     while (start := text.rfind(_BOX, 0, limit)) >= 0:
         depth = 1

@@ -1,9 +1,9 @@
-"""The turn-based game flow every game here shares, so each game only states its rules.
+"""The turn-game flow every game here shares, so each game only states its rules.
 
 A game subclasses :class:`TurnGame` and fills in hooks; the base runs the episode:
 
 - ``reset`` seeds, calls :meth:`TurnGame.new_episode` (draw the puzzle, return the rules)
-  and shows the rules above the opening board;
+  and returns the rules as the observation;
 - ``step`` refuses to run without an episode, counts the turn, reads the move from the
   last ``\\boxed{}`` (:meth:`TurnGame.parse_move`; no box or an unreadable move is a
   format error: -0.1 and the episode ends), plays it (:meth:`TurnGame.play`), and at the
@@ -12,7 +12,14 @@ A game subclasses :class:`TurnGame` and fills in hooks; the base runs the episod
 - ``get_state`` / ``set_state`` keep ``max_turns``, ``turn``, ``done`` and the RNG streams
   around the game's own fields (:meth:`TurnGame.game_state`, :meth:`TurnGame.load_game_state`).
 
-Every step's text starts with ``Turn N:``; the base writes that prefix.
+The observation is what just happened (the rules at reset, ``Turn N: <feedback>`` after a
+move); the current board and the prompt for the next move go to ``info["suffix"]``
+(:meth:`TurnGame.task_suffix`), as in the reference package, so a history wrapper shows
+every move's feedback once and the board only as it is now. Once the episode is over the
+suffix is empty (there is no next move to ask for).
+
+``play`` returns the feedback text for a move that earns nothing and leaves the game
+running, and an :class:`Outcome` otherwise.
 
 >>> class Coin(TurnGame):
 ...     format_error = "no side found in \\\\boxed{}."
@@ -23,22 +30,22 @@ Every step's text starts with ``Turn N:``; the base writes that prefix.
 ...     def parse_move(self, boxed):
 ...         return boxed.strip().upper() if boxed.strip().upper() in ("H", "T") else None
 ...     def play(self, move):
-...         return Outcome.win("right! You win.") if move == self.side else Outcome("wrong.")
-...     def board_text(self):
-...         return f"Turns left: {self.turns_left}."
+...         return Outcome.win("right! You win.") if move == self.side else "wrong."
+...     def task_suffix(self):
+...         return f"Turns left: {self.turns_left}. Call it."
 >>> env = Coin()
->>> _ = env.reset(seed=0)
+>>> env.reset(seed=0)[1]
+{'suffix': 'Turns left: 2. Call it.'}
 >>> wrong = "T" if env.side == "H" else "H"
->>> env.step(f"\\\\boxed{{{wrong}}}")[:4]
-('Turn 1: wrong.\\n\\nTurns left: 1.', 0.0, False, False)
->>> env.step("no box")[:4]
-('Turn 2: no side found in \\\\boxed{}. The game is over.', -0.1, True, True)
+>>> env.step(f"\\\\boxed{{{wrong}}}")
+('Turn 1: wrong.', 0.0, False, False, {'suffix': 'Turns left: 1. Call it.'})
+>>> env.step("no box")
+('Turn 2: no side found in \\\\boxed{}. The game is over.', -0.1, True, True, {'suffix': '', 'correct': False})
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gem
 from gem.parsing import last_boxed
@@ -47,10 +54,12 @@ NO_EPISODE = "No episode is running: call reset() to start one."
 FORMAT_ERROR_REWARD = -0.1
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What one valid move did: the text after ``Turn N:``, its reward, and whether it
-    ended the game before the turn limit (``over``) with a win (``won``)."""
+    ended the game before the turn limit (``over``) with a win (``won``).
+
+    A named tuple rather than a dataclass: one is built on every step, and a tuple is
+    the cheapest object Python builds."""
 
     text: str
     reward: float = 0.0
@@ -60,12 +69,25 @@ class Outcome:
     @classmethod
     def win(cls, text: str, reward: float = 1.0) -> Outcome:
         """The move won the game."""
-        return cls(text, reward, over=True, won=True)
+        return cls(text, reward, True, True)
 
     @classmethod
     def loss(cls, text: str, reward: float = 0.0) -> Outcome:
         """The move lost the game before the turn limit (a mine, a locked board)."""
-        return cls(text, reward, over=True, won=False)
+        return cls(text, reward, True, False)
+
+
+def bounded_int(digits: str, max_digits: int = 6) -> int:
+    """``int(digits)`` for a string of decimal digits, or ``10 ** max_digits`` when it
+    has more significant digits than that: such a number is off any board or range
+    anyway, and ``int()`` of an agent's digit string is slow and, past 4300 digits,
+    refused with ValueError.
+
+    >>> bounded_int("0042"), bounded_int("9" * 5000) == 10**6
+    (42, True)
+    """
+    significant = digits.lstrip("0")
+    return int(significant or "0") if len(significant) <= max_digits else 10**max_digits
 
 
 def at_least(name: str, value: int | None, minimum: int) -> None:
@@ -84,14 +106,12 @@ class TurnGame(gem.Env):
     """A game played one ``\\boxed{}`` move per turn within ``max_turns`` turns.
 
     Subclasses set ``self.max_turns`` in their constructor and implement
-    :meth:`new_episode`, :meth:`parse_move`, :meth:`play` and :meth:`board_text`; the
+    :meth:`new_episode`, :meth:`parse_move`, :meth:`play` and :meth:`task_suffix`; the
     other hooks have defaults. See the module docstring for the flow.
     """
 
     #: the format-error message after ``Turn N:`` (before "The game is over.")
     format_error: str
-    #: what separates a move's feedback from the board text below it
-    board_separator = "\n\n"
 
     max_turns: int
     # no episode runs before the first reset
@@ -104,20 +124,25 @@ class TurnGame(gem.Env):
         raise NotImplementedError
 
     def parse_move(self, boxed: str) -> Any | None:
-        """The move in the content of the last ``\\boxed{}``, or None (a format error)."""
+        """The move in the content of the last ``\\boxed{}``, or None (a format error).
+
+        ``boxed`` is untrusted and may be megabytes long: parse it in linear time (no
+        regex that can backtrack over it, no ``int()`` of an unbounded digit string)."""
         raise NotImplementedError
 
-    def play(self, move: Any) -> Outcome:
-        """Apply a parsed move (invalid moves included: they only waste the turn)."""
+    def play(self, move: Any) -> str | Outcome:
+        """Apply a parsed move (invalid moves included: they only waste the turn); returns
+        the feedback, or an :class:`Outcome` when the move earned a reward or ended the game."""
         raise NotImplementedError
 
-    def board_text(self) -> str:
-        """What the player sees below the rules at reset and below each move's feedback."""
+    def task_suffix(self) -> str:
+        """``info["suffix"]`` while the game runs (the reference's ``get_task_suffix``):
+        the board as it is now, if the game has one, and the prompt for the next move."""
         raise NotImplementedError
 
     def last_turn_note(self) -> str:
-        """Appended to the feedback of the move that used the last turn (the board is
-        not shown below it: include what the player should see)."""
+        """Appended to the feedback of the move that used the last turn (no suffix
+        follows it: include what the player should see)."""
         return ""
 
     def partial_credit(self) -> float:
@@ -140,7 +165,7 @@ class TurnGame(gem.Env):
 
     def turns_left_text(self) -> str:
         """``"3 turns left."`` (or ``"1 turn left."``)."""
-        left = self.turns_left
+        left = self.max_turns - self.turn
         return f"{left} turn{'s' if left != 1 else ''} left."
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
@@ -148,29 +173,32 @@ class TurnGame(gem.Env):
         rules = self.new_episode()
         self.turn = 0
         self.done = False
-        return f"{rules}\n\n{self.board_text()}", {}
+        return rules, {"suffix": self.task_suffix()}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.done:
             return NO_EPISODE, 0.0, True, False, {}
-        self.turn += 1
-        prefix = f"Turn {self.turn}: "
-        boxed = last_boxed(action, strip=False)
+        self.turn = turn = self.turn + 1
+        boxed = last_boxed(action, False)  # not stripped: the game's parser sees the box as written
         move = self.parse_move(boxed) if boxed is not None else None
         if move is None:
             self.done = True
-            text = f"{prefix}{self.format_error} The game is over."
+            text = f"Turn {turn}: {self.format_error} The game is over."
             # a format error on the last turn also hits the limit: report both
-            return text, FORMAT_ERROR_REWARD, True, self.turn >= self.max_turns, {"correct": False}
+            return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, {"suffix": "", "correct": False}
         outcome = self.play(move)
-        if outcome.over:
+        if outcome.__class__ is str:  # feedback only: no reward, the game goes on
+            text, reward, over, won = outcome, 0.0, False, False
+        else:
+            text, reward, over, won = outcome
+        if over:
             self.done = True
-            return prefix + outcome.text, outcome.reward, True, False, {"correct": outcome.won}
-        if self.turn >= self.max_turns:
+            return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won}
+        if turn >= self.max_turns:
             self.done = True
-            reward = outcome.reward + self.partial_credit()
-            return prefix + outcome.text + self.last_turn_note(), reward, True, True, {"correct": False}
-        return f"{prefix}{outcome.text}{self.board_separator}{self.board_text()}", outcome.reward, False, False, {}
+            reward += self.partial_credit()
+            return f"Turn {turn}: {text}{self.last_turn_note()}", reward, True, True, {"suffix": "", "correct": False}
+        return f"Turn {turn}: {text}", reward, False, False, {"suffix": self.task_suffix()}
 
     def get_state(self) -> dict[str, Any]:
         return {
@@ -200,4 +228,5 @@ class DirectionGame(TurnGame):
     def sample_random_action(self) -> str:
         """A random direction; drawn from the numpy stream, so sampling leaves the game's
         own draws (``self.rng``) unchanged."""
-        return f"\\boxed{{{self.directions[self.np_random.integers(len(self.directions))]}}}"
+        # a uniform float scaled to an index: a third of the cost of Generator.integers
+        return f"\\boxed{{{self.directions[int(self.np_random.random() * len(self.directions))]}}}"

@@ -12,20 +12,33 @@ solvers that read the board back from an observation.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 
-def render_grid(cells: Sequence[Sequence[str]]) -> str:
+def render_grid(cells: Sequence[Sequence[str]], cell_width: int | None = None) -> str:
     """The grid with 0-based column numbers on top and row numbers on the left.
 
     Cells are right-aligned in columns one wider than the widest cell (at least 3
-    characters), so boards of up to 100 rows or columns line up.
+    characters), so boards of up to 100 rows or columns line up. A caller whose cells
+    all have one known width passes it as ``cell_width`` (boards are drawn on every
+    step, and finding the widest cell is a good part of the cost).
     """
-    width = max((len(row) for row in cells), default=0)
-    pad = 1 + max((len(cell) for row in cells for cell in row), default=1)
-    pad = max(pad, 3)
-    lines = ["  " + "".join(f"{c:>{pad}}" for c in range(width))]
-    lines.extend(f"{r:>2}" + "".join(f"{cell:>{pad}}" for cell in row) for r, row in enumerate(cells))
+    if cell_width is None:
+        cell_width = max((len(cell) for row in cells for cell in row), default=1)
+    pad = max(cell_width + 1, 3)
+    width = max(map(len, cells), default=0)
+    lines = [_header(width, pad)]
+    if cell_width == 1 and pad == 3:
+        # one-character cells: the row is its cells two spaces apart, behind two spaces
+        lines.extend(f"{r:>2}  " + "  ".join(row) if row else f"{r:>2}" for r, row in enumerate(cells))
+    else:
+        lines.extend(f"{r:>2}" + "".join([cell.rjust(pad) for cell in row]) for r, row in enumerate(cells))
     return "\n".join(lines)
+
+
+@lru_cache(maxsize=64)
+def _header(width: int, pad: int) -> str:
+    return "  " + "".join(str(c).rjust(pad) for c in range(width))
 
 
 def parse_grid(text: str) -> list[list[str]]:

@@ -2,7 +2,7 @@
 
 >>> env = CrosswordsEnv(hardcore=False, max_turns=30, num_words=3)
 >>> obs, info = env.reset(seed=0)
->>> "Across" in obs or "Down" in obs
+>>> "Across" in info["suffix"] or "Down" in info["suffix"]
 True
 
 Every puzzle is connected (each word crosses another), has no letters touching except
@@ -163,16 +163,16 @@ class CrosswordsEnv(TurnGame):
     def parse_move(self, boxed: str) -> tuple[int, int, str] | None:
         return parse_move(boxed)
 
-    def play(self, move: tuple[int, int, str]) -> Outcome:
+    def play(self, move: tuple[int, int, str]) -> str | Outcome:
         row, col, letter = move
         if not (0 <= row < len(self.board) and 0 <= col < len(self.board[0])):
-            return Outcome(f"({row}, {col}) is off the grid; the turn is lost.")
+            return f"({row}, {col}) is off the grid; the turn is lost."
         if self.board[row][col] == BLACK:
-            return Outcome(f"({row}, {col}) is a black square; the turn is lost.")
+            return f"({row}, {col}) is a black square; the turn is lost."
         if self.board[row][col] != EMPTY:
-            return Outcome(f"({row}, {col}) is already filled; the turn is lost.")
+            return f"({row}, {col}) is already filled; the turn is lost."
         if self.solution[row][col] != letter:
-            return Outcome(f"{letter} is wrong at ({row}, {col}).")
+            return f"{letter} is wrong at ({row}, {col})."
         self.board[row][col] = letter
         reward = 1 / len(self.letter_cells)
         feedback = f"{letter} is right at ({row}, {col})."
@@ -183,7 +183,7 @@ class CrosswordsEnv(TurnGame):
     def last_turn_note(self) -> str:
         return f" That was your last turn.\n\n{render_grid(self.solution)}"
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         clues = "\n".join(
             f"{n}. {direction.capitalize()} from ({row}, {col}), {len(word)} letters: {clue}"
             for n, (word, clue, row, col, direction) in enumerate(self.words, start=1)

@@ -2,7 +2,7 @@
 
 >>> env = FifteenPuzzleEnv(num_rows=2, max_turns=10)
 >>> obs, info = env.reset(seed=0)
->>> "__" in obs
+>>> "__" in info["suffix"]
 True
 
 Moves name the direction a tile slides into the empty cell: ``up`` moves the
@@ -100,13 +100,13 @@ class FifteenPuzzleEnv(DirectionGame):
             if tiles != goal_tiles(rows):
                 return tiles
 
-    def play(self, direction: str) -> Outcome:
+    def play(self, direction: str) -> str | Outcome:
         if not slide(self.tiles, self.num_rows, direction):
-            return Outcome(f"no tile can move {direction} into the empty cell; nothing moved.")
+            return f"no tile can move {direction} into the empty cell; nothing moved."
         feedback = f"moved a tile {direction}."
         if self.tiles == goal_tiles(self.num_rows):
             return Outcome.win(f"{feedback} Solved!\n\n{render_tiles(self.tiles, self.num_rows)}")
-        return Outcome(feedback)
+        return feedback
 
     def _in_place(self) -> int:
         return sum(a == b for a, b in zip(self.tiles, goal_tiles(self.num_rows)))
@@ -119,7 +119,7 @@ class FifteenPuzzleEnv(DirectionGame):
         """The fraction of cells (gap included) in place."""
         return self._in_place() / len(self.tiles)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ for compatibility and score progress through the dense reward.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.base import DirectionGame, Outcome, at_least
@@ -49,20 +50,36 @@ def merge_line(line: list[int]) -> list[int]:
     return out + [0] * (len(line) - len(out))
 
 
+# A 4-tile line takes few distinct values in a game, so the lines below are looked up
+# rather than recomputed: every move slides four lines, and the game-over test up to 16.
+@lru_cache(maxsize=1 << 16)
+def _merged(line: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(merge_line(list(line)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _merged_backwards(line: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(merge_line(list(line[::-1]))[::-1])
+
+
 def slide_board(board: Board, direction: str) -> Board:
     """The board after sliding every tile ``direction`` (no new tile)."""
     if direction == "left":
-        return [merge_line(row) for row in board]
+        return [list(_merged(tuple(row))) for row in board]
     if direction == "right":
-        return [merge_line(row[::-1])[::-1] for row in board]
-    columns = [list(col) for col in zip(*board)]
-    moved = slide_board(columns, "left" if direction == "up" else "right")
-    return [list(row) for row in zip(*moved)]
+        return [list(_merged_backwards(tuple(row))) for row in board]
+    merge = _merged if direction == "up" else _merged_backwards
+    return [list(row) for row in zip(*map(merge, zip(*board)))]
+
+
+@lru_cache(maxsize=1 << 12)
+def _render_row(row: tuple[int, ...]) -> str:
+    return "".join(f"{t if t else '.':>5}" for t in row)
 
 
 def render_board(board: Board) -> str:
     """One line per row, tiles right-aligned in 5 characters, ``.`` for empty."""
-    return "\n".join("".join(f"{t if t else '.':>5}" for t in row) for row in board)
+    return "\n".join([_render_row(tuple(row)) for row in board])
 
 
 class Game2048Env(DirectionGame):
@@ -111,10 +128,10 @@ class Game2048Env(DirectionGame):
             r, c = self.rng.choice(empty)
             self.board[r][c] = 2 if self.rng.random() < 0.9 else 4
 
-    def play(self, direction: str) -> Outcome:
+    def play(self, direction: str) -> str | Outcome:
         moved = slide_board(self.board, direction)
         if moved == self.board:
-            return Outcome(f"sliding {direction} changes nothing.")
+            return f"sliding {direction} changes nothing."
         self.board = moved
         reward = 0.0
         top = min(max(map(max, moved)), self.target_tile)
@@ -124,17 +141,17 @@ class Game2048Env(DirectionGame):
             self.best = top
         self._spawn()
         feedback = f"slid {direction}; largest tile {max(map(max, self.board))}."
-        board = render_board(self.board)
         if self.best >= self.target_tile:
-            return Outcome.win(f"{feedback} You reached {self.target_tile}!\n\n{board}", reward)
-        if all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
-            return Outcome.loss(f"{feedback} No move is left: game over.\n\n{board}", reward)
-        return Outcome(feedback, reward)
+            return Outcome.win(f"{feedback} You reached {self.target_tile}!\n\n{render_board(self.board)}", reward)
+        # a board with an empty cell always has a move (some tile can slide into it)
+        if all(map(all, self.board)) and all(slide_board(self.board, d) == self.board for d in DIRECTIONS):
+            return Outcome.loss(f"{feedback} No move is left: game over.\n\n{render_board(self.board)}", reward)
+        return Outcome(feedback, reward) if reward else feedback
 
     def last_turn_note(self) -> str:
         return f" That was the last turn.\n\n{render_board(self.board)}"
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Board:\n{render_board(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     # -- state ------------------------------------------------------------------------

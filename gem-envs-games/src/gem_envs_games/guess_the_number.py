@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
-_INTEGER = re.compile(r"^\s*([+-]?\d+)\s*$")
-#: longer digit strings are out of any range; int() of them is slow or refused
+_INTEGER = re.compile(r"^\s*([+-]?)(\d+)\s*$")
+#: longer numbers are out of any range (read as +-10**18)
 _MAX_DIGITS = 18
 
 
@@ -31,13 +32,20 @@ def parse_guess(text: str) -> int | None:
     >>> parse_guess(" 42 "), parse_guess("4.5"), parse_guess("-3")
     (42, None, -3)
     """
+    if text.isdecimal() and len(text) <= _MAX_DIGITS:  # the usual box: just the digits
+        return int(text)
     match = _INTEGER.match(text)
     if match is None:
         return None
-    digits = match.group(1)
-    if len(digits.lstrip("+-")) > _MAX_DIGITS:
-        return -(10**_MAX_DIGITS) if digits.startswith("-") else 10**_MAX_DIGITS
-    return int(digits)
+    sign, digits = match.groups()
+    value = int(digits) if len(digits) <= _MAX_DIGITS else bounded_int(digits, _MAX_DIGITS)
+    return -value if sign == "-" else value
+
+
+@lru_cache(maxsize=16)
+def _actions(low: int, high: int) -> tuple[str, ...]:
+    """``\\boxed{n}`` for every n in ``low..high``."""
+    return tuple(f"\\boxed{{{n}}}" for n in range(low, high + 1))
 
 
 class GuessTheNumberEnv(TurnGame):
@@ -49,7 +57,6 @@ class GuessTheNumberEnv(TurnGame):
     """
 
     format_error = "no whole number found in \\boxed{}."
-    board_separator = " "
 
     def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20) -> None:
         self._random = min_number is None or max_number is None
@@ -83,22 +90,21 @@ class GuessTheNumberEnv(TurnGame):
             "}. Anything without a whole number in \\boxed{} ends the game."
         )
 
-    def parse_move(self, boxed: str) -> int | None:
-        return parse_guess(boxed)
+    parse_move = staticmethod(parse_guess)
 
-    def play(self, guess: int) -> Outcome:
+    def play(self, guess: int) -> str | Outcome:
         if not self.min_number <= guess <= self.max_number:
-            return Outcome(f"{guess} is outside {self.min_number}-{self.max_number}; the turn is lost.")
+            return f"{guess} is outside {self.min_number}-{self.max_number}; the turn is lost."
         if guess in self.guesses:
-            return Outcome(f"you already guessed {guess}; the turn is lost.")
+            return f"you already guessed {guess}; the turn is lost."
         self.guesses.append(guess)
         if guess == self.secret:
             return Outcome.win(f"{guess} is correct! You win.")
         hint = "higher" if self.secret > guess else "lower"
-        return Outcome(f"you guessed {guess}. The number is {hint} than {guess}.")
+        return f"you guessed {guess}. The number is {hint} than {guess}."
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f" That was your last turn: the number was {self.secret}."
@@ -110,7 +116,9 @@ class GuessTheNumberEnv(TurnGame):
         return 1.0 - abs(self.guesses[-1] - self.secret) / (self.max_number - self.min_number)
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"
+        # choice() over the range's actions draws exactly what randint() would, without
+        # its argument checks and the formatting
+        return self.rng.choice(_actions(self.min_number, self.max_number))
 
     def game_state(self) -> dict[str, Any]:
         return {

@@ -79,7 +79,7 @@ class HangmanEnv(TurnGame):
         match = _LETTERS.match(boxed)
         return match.group(1).upper() if match else None
 
-    def play(self, guess: str) -> Outcome:
+    def play(self, guess: str) -> str | Outcome:
         if len(guess) > 1:
             if guess == self.secret:
                 hidden = sum(ch not in self.guessed for ch in self.secret)
@@ -88,16 +88,14 @@ class HangmanEnv(TurnGame):
                 return Outcome.win(text, 0.5 * hidden / self.word_length + 0.5)
             if len(guess) != self.word_length:
                 shown = guess if len(guess) <= 20 else guess[:20] + "..."
-                return Outcome(
-                    f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost."
-                )
-            return Outcome(f"{guess} is not the word.")
+                return f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost."
+            return f"{guess} is not the word."
         if guess in self.guessed:
-            return Outcome(f"you already guessed {guess}; the turn is lost.")
+            return f"you already guessed {guess}; the turn is lost."
         self.guessed.append(guess)
         found = self.secret.count(guess)
         if not found:
-            return Outcome(f"{guess} is not in the word.")
+            return f"{guess} is not in the word."
         reward = 0.5 * found / self.word_length
         feedback = f"{guess} is in the word ({found}x)."
         if all(ch in self.guessed for ch in self.secret):
@@ -110,7 +108,7 @@ class HangmanEnv(TurnGame):
     def _render(self) -> str:
         return " ".join(ch if ch in self.guessed else "_" for ch in self.secret)
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         tried = " ".join(self.guessed) or "none"
         return f"Word: {self._render()}\nLetters tried: {tried}\nTurns left: {self.turns_left}. Enter your guess."
 

@@ -14,14 +14,20 @@ range, repeats), -0.1 and the episode ends for a reply without digits in ``\\box
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
+from itertools import permutations
+from operator import eq
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
 _DIGITS = re.compile(r"^[\s,\[\]()]*\d+(?:[\s,]+\d+)*[\s,\[\]()]*$")
+_NUMBER = re.compile(r"\d+")
+#: random guesses are drawn from a table of every code when there are at most this many
+_CODE_TABLE_LIMIT = 5040
 
 
 def score(code: Sequence[int], guess: Sequence[int]) -> tuple[int, int]:
@@ -30,9 +36,24 @@ def score(code: Sequence[int], guess: Sequence[int]) -> tuple[int, int]:
     >>> score([1, 2, 3, 4], [1, 3, 2, 6])
     (1, 2)
     """
-    black = sum(c == g for c, g in zip(code, guess))
-    common = sum((Counter(code) & Counter(guess)).values())
+    black = sum(map(eq, code, guess))
+    digits = set(code)
+    if len(digits) == len(code):
+        # no digit repeats in the code (every preset): each digit in common counts once
+        return black, len(digits.intersection(guess)) - black
+    # digits in common, each as often as it is in both (codes are a few digits long:
+    # counting is cheaper than building Counters)
+    common = sum(min(code.count(d), guess.count(d)) for d in set(guess))
     return black, common - black
+
+
+@lru_cache(maxsize=16)
+def _distinct_codes(num_numbers: int, code_length: int) -> tuple[str, ...]:
+    """Every code of distinct digits, as the action that guesses it."""
+    return tuple(
+        "\\boxed{" + " ".join(map(str, code)) + "}"
+        for code in permutations(range(1, num_numbers + 1), code_length)
+    )
 
 
 def parse_code(text: str, code_length: int, num_numbers: int) -> list[int] | None:
@@ -42,13 +63,15 @@ def parse_code(text: str, code_length: int, num_numbers: int) -> list[int] | Non
     >>> parse_code("[1, 2, 3]", 3, 6), parse_code("123", 3, 6), parse_code("one", 3, 6)
     ([1, 2, 3], [1, 2, 3], None)
     """
-    if not _DIGITS.match(text):
-        return None
-    numbers = re.findall(r"\d+", text)
+    numbers = text.split()
+    # the usual box, digits between spaces, is read without the grammar's regex
+    if not (numbers and all(map(str.isdecimal, numbers))):
+        if not _DIGITS.match(text):
+            return None
+        numbers = _NUMBER.findall(text)
     if len(numbers) == 1 and len(numbers[0]) == code_length > 1 and num_numbers <= 9:
         numbers = list(numbers[0])
-    # a number too long to be a digit is simply out of range; avoid int() on huge strings
-    return [int(n) if len(n) <= 6 else 10**6 for n in numbers]
+    return [int(n) if len(n) <= 6 else bounded_int(n) for n in numbers]
 
 
 class MastermindEnv(TurnGame):
@@ -61,7 +84,6 @@ class MastermindEnv(TurnGame):
     """
 
     format_error = "no digits found in \\boxed{}."
-    board_separator = " "
 
     def __init__(
         self,
@@ -83,6 +105,7 @@ class MastermindEnv(TurnGame):
         self.max_turns = max_turns or 10 * max(1, self.code_length - 1)
         self.code: list[int] = []
         self.guesses: list[list[int]] = []
+        self._guessed: set[tuple[int, ...]] = set()  # self.guesses, for membership tests
         self.best_black = 0
 
     def new_episode(self) -> str:
@@ -96,6 +119,7 @@ class MastermindEnv(TurnGame):
         else:
             self.code = self.rng.sample(digits, self.code_length)
         self.guesses = []
+        self._guessed = set()
         self.best_black = 0
         example = " ".join(str(d) for d in range(1, self.code_length + 1))
         return (
@@ -113,15 +137,16 @@ class MastermindEnv(TurnGame):
     def parse_move(self, boxed: str) -> list[int] | None:
         return parse_code(boxed, self.code_length, self.num_numbers)
 
-    def play(self, guess: list[int]) -> Outcome:
+    def play(self, guess: list[int]) -> str | Outcome:
         shown = " ".join(map(str, guess)) if len(guess) <= 2 * self.code_length else f"{len(guess)} numbers"
         if len(guess) != self.code_length:
-            return Outcome(f"{shown} has {len(guess)} digits, the code has {self.code_length}; the turn is lost.")
-        if any(not 1 <= d <= self.num_numbers for d in guess):
-            return Outcome(f"{shown} uses digits outside 1-{self.num_numbers}; the turn is lost.")
-        if guess in self.guesses:
-            return Outcome(f"you already guessed {shown}; the turn is lost.")
+            return f"{shown} has {len(guess)} digits, the code has {self.code_length}; the turn is lost."
+        if min(guess) < 1 or max(guess) > self.num_numbers:
+            return f"{shown} uses digits outside 1-{self.num_numbers}; the turn is lost."
+        if tuple(guess) in self._guessed:
+            return f"you already guessed {shown}; the turn is lost."
         self.guesses.append(guess)
+        self._guessed.add(tuple(guess))
         black, white = score(self.code, guess)
         reward = 0.0
         if black > self.best_black:
@@ -131,8 +156,8 @@ class MastermindEnv(TurnGame):
             return Outcome.win(f"{shown} is the code! You win.", reward)
         return Outcome(f"{shown} -> {black} black, {white} white.", reward)
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f" That was your last turn: the code was {' '.join(map(str, self.code))}."
@@ -141,6 +166,9 @@ class MastermindEnv(TurnGame):
         digits = range(1, self.num_numbers + 1)
         if self.duplicate_numbers or self.num_numbers < self.code_length:
             guess = [self.rng.choice(digits) for _ in range(self.code_length)]
+        elif math.perm(self.num_numbers, self.code_length) <= _CODE_TABLE_LIMIT:
+            # one draw from every code: the same distribution as sample(), at a fraction of its cost
+            return self.rng.choice(_distinct_codes(self.num_numbers, self.code_length))
         else:
             guess = self.rng.sample(digits, self.code_length)
         return "\\boxed{" + " ".join(map(str, guess)) + "}"
@@ -158,6 +186,7 @@ class MastermindEnv(TurnGame):
         self.code_length, self.num_numbers = state["code_length"], state["num_numbers"]
         self.code = list(state["code"])
         self.guesses = [list(g) for g in state["guesses"]]
+        self._guessed = set(map(tuple, self.guesses))
         self.best_black = state["best_black"]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 import re
 from collections import deque
+from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.base import Outcome, TurnGame
@@ -30,6 +31,8 @@ from gem_envs_games.board import render_grid
 _MOVE = re.compile(r"^\s*([a-zA-Z]+)[\s,:(\[]+(\d{1,6})[\s,]+(\d{1,6})[\s)\]]*$")
 MINE = -1
 HIDDEN, FLAG = ".", "F"
+#: how a revealed cell is drawn, by its count (index -1: a mine)
+_SHOWN = "012345678*"
 
 
 def parse_move(text: str) -> tuple[str, int, int] | None:
@@ -52,6 +55,13 @@ def neighbours(row: int, col: int, rows: int, cols: int) -> list[tuple[int, int]
         for c in range(max(0, col - 1), min(cols, col + 2))
         if (r, c) != (row, col)
     ]
+
+
+@lru_cache(maxsize=32)
+def _neighbour_table(rows: int, cols: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """:func:`neighbours` of every cell, row-major (index ``r * cols + c``), computed once
+    per board size: the game looks them up on every reveal."""
+    return tuple(tuple(neighbours(r, c, rows, cols)) for r in range(rows) for c in range(cols))
 
 
 class MinesweeperEnv(TurnGame):
@@ -85,6 +95,7 @@ class MinesweeperEnv(TurnGame):
         self.counts: list[list[int]] = []  # MINE or the number of mines around
         self.revealed: list[list[bool]] = []
         self.flags: list[list[bool]] = []
+        self.revealed_count = 0  # safe cells revealed (a revealed mine ends the game unrevealed)
 
     # -- the episode ------------------------------------------------------------------
     def new_episode(self) -> str:
@@ -100,6 +111,7 @@ class MinesweeperEnv(TurnGame):
         self.counts = [[0] * self.cols for _ in range(self.rows)]
         self.revealed = [[False] * self.cols for _ in range(self.rows)]
         self.flags = [[False] * self.cols for _ in range(self.rows)]
+        self.revealed_count = 0
         return (
             "You are playing Minesweeper.\n"
             f"The board has {self.rows} rows and {self.cols} columns (numbered from 0) and hides "
@@ -115,15 +127,15 @@ class MinesweeperEnv(TurnGame):
     def parse_move(self, boxed: str) -> tuple[str, int, int] | None:
         return parse_move(boxed)
 
-    def play(self, move: tuple[str, int, int]) -> Outcome:
+    def play(self, move: tuple[str, int, int]) -> str | Outcome:
         command, row, col = move
         if not (0 <= row < self.rows and 0 <= col < self.cols):
-            return Outcome(f"({row}, {col}) is off the board; the turn is lost.")
+            return f"({row}, {col}) is off the board; the turn is lost."
         if command == "reveal":
             if self.revealed[row][col]:
-                return Outcome(f"({row}, {col}) is already revealed; the turn is lost.")
+                return f"({row}, {col}) is already revealed; the turn is lost."
             if self.flags[row][col]:
-                return Outcome(f"({row}, {col}) is flagged; remove the flag first. The turn is lost.")
+                return f"({row}, {col}) is flagged; remove the flag first. The turn is lost."
             if not self.mines:
                 self._lay_mines(row, col)
             if self.counts[row][col] == MINE:
@@ -137,12 +149,12 @@ class MinesweeperEnv(TurnGame):
             return Outcome(feedback, reward)
         if command == "flag":
             if self.revealed[row][col]:
-                return Outcome(f"({row}, {col}) is revealed and cannot be flagged; the turn is lost.")
+                return f"({row}, {col}) is revealed and cannot be flagged; the turn is lost."
             self.flags[row][col] = not self.flags[row][col]
             change = "placed on" if self.flags[row][col] else "removed from"
-            return Outcome(f"flag {change} ({row}, {col}).")
+            return f"flag {change} ({row}, {col})."
         shown = command if len(command) <= 20 else command[:20] + "..."
-        return Outcome(f"unknown command {shown!r} (use reveal or flag); the turn is lost.")
+        return f"unknown command {shown!r} (use reveal or flag); the turn is lost."
 
     def last_turn_note(self) -> str:
         return f" That was your last turn.\n\n{self._render(show_mines=True)}"
@@ -153,50 +165,53 @@ class MinesweeperEnv(TurnGame):
 
     # -- the board --------------------------------------------------------------------
     def _lay_mines(self, safe_row: int, safe_col: int) -> None:
-        keep_clear = {(safe_row, safe_col), *neighbours(safe_row, safe_col, self.rows, self.cols)}
+        table = _neighbour_table(self.rows, self.cols)
+        keep_clear = {(safe_row, safe_col), *table[safe_row * self.cols + safe_col]}
         cells = [(r, c) for r in range(self.rows) for c in range(self.cols) if (r, c) not in keep_clear]
         mines = random.Random(self.layout_seed).sample(cells, self.num_mines)
         self.mines = sorted([r, c] for r, c in mines)
+        counts = self.counts
+        # each mine adds one to the count of every cell around it
         for r, c in mines:
-            self.counts[r][c] = MINE
-        for r in range(self.rows):
-            for c in range(self.cols):
-                if self.counts[r][c] != MINE:
-                    around = neighbours(r, c, self.rows, self.cols)
-                    self.counts[r][c] = sum(self.counts[nr][nc] == MINE for nr, nc in around)
+            for nr, nc in table[r * self.cols + c]:
+                counts[nr][nc] += 1
+        for r, c in mines:
+            counts[r][c] = MINE
 
     def _open(self, row: int, col: int) -> int:
         """Reveal ``(row, col)`` and, through zeros, its safe surroundings; returns how
         many cells were opened (flagged cells stay closed)."""
-        self.revealed[row][col] = True
+        revealed, flags, counts = self.revealed, self.flags, self.counts
+        table, cols = _neighbour_table(self.rows, self.cols), self.cols
+        revealed[row][col] = True
         opened, queue = 1, deque([(row, col)])
         while queue:
             r, c = queue.popleft()
-            if self.counts[r][c] != 0:
+            if counts[r][c] != 0:
                 continue
-            for nr, nc in neighbours(r, c, self.rows, self.cols):
-                if not self.revealed[nr][nc] and not self.flags[nr][nc]:
-                    self.revealed[nr][nc] = True
+            for nr, nc in table[r * cols + c]:
+                if not revealed[nr][nc] and not flags[nr][nc]:
+                    revealed[nr][nc] = True
                     opened += 1
                     queue.append((nr, nc))
+        self.revealed_count += opened
         return opened
 
     def _cleared(self) -> bool:
-        return all(
-            self.revealed[r][c] or self.counts[r][c] == MINE for r in range(self.rows) for c in range(self.cols)
-        )
+        return self.revealed_count == self.rows * self.cols - self.num_mines
 
     def _render(self, show_mines: bool = False) -> str:
-        def cell(r: int, c: int) -> str:
-            if self.revealed[r][c]:
-                return str(self.counts[r][c])
-            if show_mines and self.mines and self.counts[r][c] == MINE:
-                return "*"
-            return FLAG if self.flags[r][c] else HIDDEN
+        mines_shown = show_mines and bool(self.mines)
+        grid = [
+            [
+                _SHOWN[count] if shown else ("*" if mines_shown and count == MINE else FLAG if flag else HIDDEN)
+                for shown, flag, count in zip(revealed, flagged, counts)
+            ]
+            for revealed, flagged, counts in zip(self.revealed, self.flags, self.counts)
+        ]
+        return render_grid(grid, cell_width=1)
 
-        return render_grid([[cell(r, c) for c in range(self.cols)] for r in range(self.rows)])
-
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return (
             f"Board ('.' hidden, 'F' flagged, digits count adjacent mines):\n{self._render()}\n"
             f"Turns left: {self.turns_left}. Enter your move."
@@ -222,6 +237,7 @@ class MinesweeperEnv(TurnGame):
         self.counts = [list(row) for row in state["counts"]]
         self.revealed = [list(row) for row in state["revealed"]]
         self.flags = [list(row) for row in state["flags"]]
+        self.revealed_count = sum(map(sum, self.revealed))
 
 
 def register(registry: Any) -> None:

@@ -21,12 +21,15 @@ import math
 import re
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
 
 #: (scale, clues, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((4, 10, 15), (9, 50, 50))
 
-_MOVE = re.compile(r"^\s*[rR]?\s*(\d+)\s*[,\s]\s*[cC]?\s*(\d+)\s*[,\s]\s*(\d+)\s*$")
+_SPACES = re.compile(r"\s*")
+_NUMBER = re.compile(r"\d+")
+#: the three fields of a move and the letter each may start with
+_FIELDS = ("rR", "cC", "")
 
 Grid = list[list[int]]
 
@@ -34,11 +37,32 @@ Grid = list[list[int]]
 def parse_move(text: str) -> tuple[int, int, int] | None:
     """``(row, column, digit)`` (1-based) from the box content, e.g. ``"3 1 7"``.
 
-    >>> parse_move("R3 C1 7"), parse_move("3,1,7"), parse_move("3 1")
-    ((3, 1, 7), (3, 1, 7), None)
+    Fields are separated by whitespace or by one comma (with whitespace around it if
+    you like); the row may start with ``R`` and the column with ``C``. One pass over
+    the text, never backtracking: hostile boxes cost linear time.
+
+    >>> parse_move("R3 C1 7"), parse_move("3,1,7"), parse_move("r 3 , c 1  7"), parse_move("3 1")
+    ((3, 1, 7), (3, 1, 7), (3, 1, 7), None)
     """
-    match = _MOVE.match(text)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    move = text.strip()
+    numbers = []
+    pos = 0
+    for index, letters in enumerate(_FIELDS):
+        if index:
+            after = _SPACES.match(move, pos).end()
+            if after < len(move) and move[after] == ",":
+                after = _SPACES.match(move, after + 1).end()
+            elif after == pos:
+                return None
+            pos = after
+        if letters and pos < len(move) and move[pos] in letters:
+            pos = _SPACES.match(move, pos + 1).end()
+        number = _NUMBER.match(move, pos)
+        if number is None:
+            return None
+        numbers.append(bounded_int(number.group()))
+        pos = number.end()
+    return (numbers[0], numbers[1], numbers[2]) if pos == len(move) else None
 
 
 def solve(grid: Grid, limit: int = 1) -> list[Grid]:
@@ -182,21 +206,20 @@ class SudokuEnv(TurnGame):
                 puzzle[r][c] = solution[r][c]
         return puzzle
 
-    def parse_move(self, boxed: str) -> tuple[int, int, int] | None:
-        return parse_move(boxed)
+    parse_move = staticmethod(parse_move)
 
-    def play(self, move: tuple[int, int, int]) -> Outcome:
+    def play(self, move: tuple[int, int, int]) -> str | Outcome:
         row, col, digit = move
         n = self.scale
         where = f"{digit} at row {row}, column {col}"
         if not (1 <= row <= n and 1 <= col <= n and 1 <= digit <= n):
-            return Outcome(f"{where} is off the grid (rows, columns and digits run 1 to {n}).")
+            return f"{where} is off the grid (rows, columns and digits run 1 to {n})."
         if self.board[row - 1][col - 1]:
-            return Outcome(f"row {row}, column {col} is already filled.")
+            return f"row {row}, column {col} is already filled."
         if self.solution[row - 1][col - 1] != digit:
             if self._clashes(row - 1, col - 1, digit):
-                return Outcome(f"{where} repeats a digit in its row, column or box.")
-            return Outcome(f"{where} clashes with nothing yet, but leaves the puzzle without a solution.")
+                return f"{where} repeats a digit in its row, column or box."
+            return f"{where} clashes with nothing yet, but leaves the puzzle without a solution."
         self.board[row - 1][col - 1] = digit
         reward = 1.0 / self.empty_at_start
         feedback = f"placed {where}."
@@ -214,13 +237,13 @@ class SudokuEnv(TurnGame):
         box = [self.board[i][j] for i in range(br, br + k) for j in range(bc, bc + k)]
         return digit in self.board[r] or digit in (row[c] for row in self.board) or digit in box
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         return f"Grid:\n{render_grid(self.board)}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
         game's own draws (``self.rng``) unchanged."""
-        row, col, digit = self.np_random.integers(1, self.scale + 1, size=3)
+        row, col, digit = (int(x * self.scale) + 1 for x in self.np_random.random(3))
         return f"\\boxed{{{row} {col} {digit}}}"
 
     # -- state ------------------------------------------------------------------------

@@ -13,33 +13,50 @@ disks already on C.
 
 from __future__ import annotations
 
-import re
+from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.base import Outcome, TurnGame, at_least
 
 TOWERS = "ABC"
+_TOWER_NAMES = tuple(TOWERS)
+#: every well-formed move, for random actions
+_MOVES = tuple(f"\\boxed{{{src} {dst}}}" for src in TOWERS for dst in TOWERS if src != dst)
 #: (num_disks, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((3, 10), (4, 20), (5, 35))
 
-_MOVE = re.compile(r"^\s*([ABC])\s*(?:,|->|to)?\s*([ABC])\s*$", re.IGNORECASE)
+#: what may stand between the two towers of a move (any case, with whitespace around)
+_SEPARATORS = ("", ",", "->", "to")
 
 
 def parse_move(text: str) -> tuple[str, str] | None:
     """``(source, target)`` from the content of the box, e.g. ``"A C"`` or ``"a,c"``.
 
-    >>> parse_move("a, c")
-    ('A', 'C')
+    Plain string operations, no regex: linear in the length of any hostile box.
+
+    >>> parse_move("a, c"), parse_move("A to B"), parse_move("b->a")
+    (('A', 'C'), ('A', 'B'), ('B', 'A'))
     >>> parse_move("A D") is None
     True
     """
-    match = _MOVE.match(text)
-    return (match.group(1).upper(), match.group(2).upper()) if match else None
+    move = text.strip()
+    if len(move) < 2:
+        return None
+    source, target = move[0].upper(), move[-1].upper()
+    if source not in _TOWER_NAMES or target not in _TOWER_NAMES:
+        return None
+    return (source, target) if move[1:-1].strip().lower() in _SEPARATORS else None
 
 
 def render_towers(towers: dict[str, list[int]]) -> str:
     """One line per tower, disks listed bottom to top (``A: [3, 2, 1]``)."""
-    return "\n".join(f"{name}: {towers[name]}" for name in TOWERS)
+    # drawn on every step, from few distinct positions (3 ** disks): looked up, not formatted
+    return _render(tuple(towers["A"]), tuple(towers["B"]), tuple(towers["C"]))
+
+
+@lru_cache(maxsize=1 << 12)
+def _render(a: tuple[int, ...], b: tuple[int, ...], c: tuple[int, ...]) -> str:
+    return f"A: {list(a)}\nB: {list(b)}\nC: {list(c)}"
 
 
 class TowerofHanoiEnv(TurnGame):
@@ -77,25 +94,23 @@ class TowerofHanoiEnv(TurnGame):
             "Answer with the source and target tower in \\boxed{}, e.g. \\boxed{A C}."
         )
 
-    def parse_move(self, boxed: str) -> tuple[str, str] | None:
-        return parse_move(boxed)
+    parse_move = staticmethod(parse_move)
 
-    def play(self, move: tuple[str, str]) -> Outcome:
+    def play(self, move: tuple[str, str]) -> str | Outcome:
         src, dst = move
         if not self.towers[src]:
-            return Outcome(f"tower {src} is empty; nothing moved.")
+            return f"tower {src} is empty; nothing moved."
         if src == dst:
-            return Outcome(f"source and target are both {src}; nothing moved.")
+            return f"source and target are both {src}; nothing moved."
         if self.towers[dst] and self.towers[dst][-1] < self.towers[src][-1]:
-            return Outcome(
-                f"disk {self.towers[src][-1]} cannot go on the smaller disk {self.towers[dst][-1]}; nothing moved."
-            )
+            top, under = self.towers[src][-1], self.towers[dst][-1]
+            return f"disk {top} cannot go on the smaller disk {under}; nothing moved."
         disk = self.towers[src].pop()
         self.towers[dst].append(disk)
         feedback = f"moved disk {disk} from {src} to {dst}."
         if len(self.towers["C"]) == self.num_disks:
             return Outcome.win(f"{feedback} Solved!\n\n{render_towers(self.towers)}")
-        return Outcome(feedback)
+        return feedback
 
     def last_turn_note(self) -> str:
         on_c = len(self.towers["C"])
@@ -105,14 +120,14 @@ class TowerofHanoiEnv(TurnGame):
         """The fraction of the disks on C."""
         return len(self.towers["C"]) / self.num_disks
 
-    def board_text(self) -> str:
-        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {self.turns_left}. Enter your move."
+    def task_suffix(self) -> str:
+        left = self.max_turns - self.turn
+        return f"Towers (bottom to top):\n{render_towers(self.towers)}\nTurns left: {left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
         game's own draws (``self.rng``) unchanged."""
-        src, dst = self.np_random.choice(list(TOWERS), size=2, replace=False)
-        return f"\\boxed{{{src} {dst}}}"
+        return _MOVES[int(self.np_random.random() * len(_MOVES))]
 
     # -- state ------------------------------------------------------------------------
     def game_state(self) -> dict[str, Any]:

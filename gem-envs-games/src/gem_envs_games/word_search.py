@@ -2,7 +2,7 @@
 
 >>> env = WordSearchEnv(hardcore=False, max_turns=20, num_words=5)
 >>> obs, info = env.reset(seed=0)
->>> "Words to find" in obs
+>>> "Words to find" in info["suffix"]
 True
 
 Words run across or down (``hardcore``: also backwards) and each appears exactly once
@@ -153,12 +153,12 @@ class WordSearchEnv(TurnGame):
     def parse_move(self, boxed: str) -> tuple[int, int, int, int] | None:
         return parse_guess(boxed)
 
-    def play(self, guess: tuple[int, int, int, int]) -> Outcome:
+    def play(self, guess: tuple[int, int, int, int]) -> str | Outcome:
         r1, c1, r2, c2 = guess
         ends = sorted([[r1, c1], [r2, c2]])
         shown = f"({r1}, {c1}) to ({r2}, {c2})"
         if not all(0 <= v < len(self.grid) for v in guess):
-            return Outcome(f"{shown} leaves the grid; the turn is lost.")
+            return f"{shown} leaves the grid; the turn is lost."
         word = self._word_at(ends)
         reward = 0.0
         if r1 != r2 and c1 != c2:
@@ -198,7 +198,7 @@ class WordSearchEnv(TurnGame):
             [[f"[{ch}]" if (r, c) in marked else ch for c, ch in enumerate(row)] for r, row in enumerate(self.grid)]
         )
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
         listed = ", ".join(f"[{w}]" if w in self.found else w for w in self.targets)
         return (
             f"Grid:\n{self._render()}\nWords to find ({len(self.found)}/{len(self.targets)} found): {listed}\n"

@@ -69,7 +69,6 @@ class WordleEnv(TurnGame):
     """
 
     format_error = "no word found in \\boxed{}."
-    board_separator = "\n"
 
     def __init__(self, word_length: int | None = 5, only_real_words: bool = True, max_turns: int | None = 20) -> None:
         self._random = word_length is None
@@ -107,14 +106,14 @@ class WordleEnv(TurnGame):
     def parse_move(self, boxed: str) -> str | None:
         return parse_word(boxed)
 
-    def play(self, guess: str) -> Outcome:
+    def play(self, guess: str) -> str | Outcome:
         shown = guess if len(guess) <= 20 else guess[:20] + "..."
         if len(guess) != self.word_length:
-            return Outcome(f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost.")
+            return f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost."
         if self.only_real_words and not words.is_real_word(guess):
-            return Outcome(f"{shown} is not in the word list; the turn is lost.")
+            return f"{shown} is not in the word list; the turn is lost."
         if guess in self.guesses:
-            return Outcome(f"you already guessed {shown}; the turn is lost.")
+            return f"you already guessed {shown}; the turn is lost."
         self.guesses.append(guess)
         marks = feedback(self.secret, guess)
         reward = self._green_credit(marks)
@@ -122,8 +121,8 @@ class WordleEnv(TurnGame):
             return Outcome.win(f"{guess} -> {' '.join(marks)}. You found the word!", reward + 0.5)
         return Outcome(f"{guess} -> {' '.join(marks)}", reward)
 
-    def board_text(self) -> str:
-        return self.turns_left_text() if self.turn else "Enter your first guess."
+    def task_suffix(self) -> str:
+        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
 
     def last_turn_note(self) -> str:
         return f"\nThat was your last turn: the word was {self.secret}."

@@ -67,8 +67,10 @@ def cmd_info(argv: list[str]) -> int:
         print(f"  {key} = {_shown(value)}")
     env = make(args.env_id)
     try:
-        obs, _info = env.reset(seed=args.seed)
+        obs, info = env.reset(seed=args.seed)
         print(f"\nfirst observation (seed {args.seed}):\n" + _indent(obs if isinstance(obs, str) else json.dumps(obs)))
+        if info.get("suffix"):
+            print('\ninfo["suffix"] (a history wrapper adds it below the observation):\n' + _indent(info["suffix"]))
         try:
             print(f"\na random action: {_shown(env.sample_random_action())}")
         except NotImplementedError:
@@ -116,9 +118,9 @@ def cmd_play(argv: list[str]) -> int:
     try:
         for episode in range(args.episodes):
             seed = None if args.seed is None else args.seed + episode
-            obs, _info = env.reset(seed=seed)
+            obs, info = env.reset(seed=seed)
             print(f"=== {args.env_id}  episode {episode + 1}" + (f"  seed {seed}" if seed is not None else "") + " ===")
-            print(obs)
+            _show(obs, info)
             box = args.box == "always" or (args.box == "auto" and "\\boxed" in str(obs))
             if box and args.box == "auto":
                 print("\n(type just your move: it is sent as \\boxed{move}; --box never turns this off)")
@@ -139,10 +141,10 @@ def cmd_play(argv: list[str]) -> int:
                     print(f"(random action: {action})")
                 elif box and "\\boxed{" not in action:
                     action = f"\\boxed{{{action.strip()}}}"
-                obs, reward, terminated, truncated, _info = env.step(action)
+                obs, reward, terminated, truncated, info = env.step(action)
                 turn += 1
                 total += float(reward)
-                print(obs)
+                _show(obs, info)
                 print(f"-- reward {float(reward):+.3f}   return {total:+.3f}")
                 if terminated or truncated:
                     turns = f"{turn} turn" + ("" if turn == 1 else "s")
@@ -158,6 +160,13 @@ def _shown(value: Any) -> str:
     """A value for people to read: a string in quotes as written (``'\\boxed{5}'`` shows one
     backslash, as the env reads it), anything else as a Python literal."""
     return f"'{value}'" if isinstance(value, str) else repr(value)
+
+
+def _show(obs: Any, info: dict[str, Any]) -> None:
+    # what a history wrapper shows the agent: the observation, then the env's suffix (a game's board)
+    print(obs)
+    if info.get("suffix"):
+        print(info["suffix"])
 
 
 def _indent(text: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from gem.core import Env, StepResult, Wrapper
 
-MODES = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset", "messages")
+MODES = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset", "messages", "latest")
 
 
 def _line(text: str) -> str:
@@ -28,6 +28,8 @@ class HistoryWrapper(Wrapper):
     - ``messages``: the observation is the chat message list itself
       (``[{"role": "user", "content": ...}, {"role": "assistant", ...}, ...]``), so a
       trainer applies the template once and keeps its token ids.
+    - ``latest``: only the latest observation (no history), for envs whose
+      ``info["suffix"]`` holds the whole state (a game's board).
 
     ``info["prefix"]`` / ``info["suffix"]`` from the env are put around the text
     (for ``messages``: around the last user message). In ``concat_chat``, an observation
@@ -91,8 +93,12 @@ class HistoryWrapper(Wrapper):
         prefix, suffix = info.get("prefix", ""), info.get("suffix", "")
         if self.mode == "messages":
             msgs = self.messages()
-            msgs[-1] = {"role": "user", "content": prefix + msgs[-1]["content"] + suffix}
+            content = msgs[-1]["content"]
+            msgs[-1] = {"role": "user", "content": prefix + (_line(content) + suffix if suffix else content)}
             return msgs
+        if self.mode == "latest":
+            latest = self.observations[-1]
+            return prefix + (_line(latest) + suffix if suffix else latest)
         if self.mode == "concat_chat":
             text = self._template(self.messages(tool_role=True))
         elif self.mode == "concat":

@@ -3,14 +3,17 @@
 >>> env = gem.make("game:TowerofHanoi-v0-easy")            # doctest: +SKIP
 >>> solver = solver_for(env)                                # doctest: +SKIP
 >>> obs, info = env.reset(seed=0); solver.reset()           # doctest: +SKIP
->>> obs, reward, terminated, truncated, info = env.step(solver.act(obs))  # doctest: +SKIP
+>>> obs, reward, terminated, truncated, info = env.step(solver.act(obs, info))  # doctest: +SKIP
 
-A solver sees what the agent sees (the observations) plus the env's public
-configuration (board size, number range, turn limit), never its hidden state.
+A solver sees what the agent sees (the observation, then ``info["suffix"]`` with the
+board) plus the env's public configuration (board size, number range, turn limit),
+never its hidden state. Given text alone (``act(text)``), it reads the board from that
+text: a history wrapper's observation ends with the suffix, so it holds the board.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
 from typing import Any, Protocol
 
@@ -35,8 +38,19 @@ class Solver(Protocol):
     def reset(self) -> None:
         """Forget the previous episode."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
         """The next action, in the env's action format (``\\boxed{...}``)."""
+
+
+def seen(observation: str, info: Mapping[str, Any] | None) -> str:
+    """What the agent is shown: the observation, then ``info["suffix"]`` (the board and
+    the prompt) when there is one.
+
+    >>> seen("Turn 1: moved up.", {"suffix": "Board: ..."})
+    'Turn 1: moved up.\\nBoard: ...'
+    """
+    suffix = info.get("suffix") if info else None
+    return f"{observation}\n{suffix}" if suffix else observation
 
 
 def solver_for(env: Any) -> Solver:

@@ -5,10 +5,12 @@ so the solver fills each cell right the first time (100% wins)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gem_envs_games import words
 from gem_envs_games.board import parse_grid
+from gem_envs_games.solvers import seen
 
 _CLUE = re.compile(r"^\d+\. (Across|Down) from \((\d+), (\d+)\), (\d+) letters: (.*)$", re.MULTILINE)
 _WRONG = re.compile(r"([A-Z]) is wrong at \((\d+), (\d+)\)")
@@ -20,8 +22,8 @@ class Solver:
 
     >>> from gem_envs_games.crosswords import CrosswordsEnv
     >>> env = CrosswordsEnv(hardcore=False, max_turns=30, num_words=3)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> env.step(solver.act(obs))[1] > 0
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> env.step(solver.act(obs, info))[1] > 0
     True
     """
 
@@ -33,7 +35,8 @@ class Solver:
     def reset(self) -> None:
         self.wrong = {}
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         for letter, row, col in _WRONG.findall(observation):
             self.wrong.setdefault((int(row), int(col)), set()).add(letter)
         known: dict[tuple[int, int], str] = {}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from gem_envs_games.fifteen_puzzle import OPPOSITE, SOURCE_OFFSET, slide
+from gem_envs_games.solvers import seen
 
 _ROW = re.compile(r"^ ?(?:__|\d{1,2})(?: +(?:__|\d{1,2}))+$")
 
@@ -163,7 +165,8 @@ class Solver:
         self._plan: list[str] = []
         self._expected: list[int] | None = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         tiles = read_tiles(observation)
         if tiles != self._expected or not self._plan:
             self._plan = solve_tiles(tiles)

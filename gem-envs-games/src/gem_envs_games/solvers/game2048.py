@@ -4,10 +4,12 @@ favours big tiles kept in one corner and free cells."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 from gem_envs_games.game2048 import DIRECTIONS, merge_line
+from gem_envs_games.solvers import seen
 
 _ROW = re.compile(r"^(?: *(?:\d+|\.))+$")
 
@@ -114,5 +116,6 @@ class Solver:
     def reset(self) -> None:
         """Nothing to forget: each move is chosen from the observed board."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         return f"\\boxed{{{choose_move(read_board(observation))}}}"

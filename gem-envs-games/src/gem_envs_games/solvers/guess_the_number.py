@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
+
+from gem_envs_games.solvers import seen
 
 _HINT = re.compile(r"The number is (higher|lower) than (-?\d+)")
 
@@ -13,8 +16,8 @@ class Solver:
 
     >>> from gem_envs_games.guess_the_number import GuessTheNumberEnv
     >>> env = GuessTheNumberEnv(min_number=1, max_number=10, max_turns=4)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> solver.act(obs)
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> solver.act(obs, info)
     '\\\\boxed{5}'
     """
 
@@ -26,7 +29,8 @@ class Solver:
     def reset(self) -> None:
         self.low = self.high = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         if self.low is None or self.high is None:
             self.low, self.high = self.env.min_number, self.env.max_number
         hint = _HINT.search(observation)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from gem_envs_games import words
+from gem_envs_games.solvers import seen
 
 _PATTERN = re.compile(r"^Word: ([A-Z_](?: [A-Z_])*)$", re.MULTILINE)
 _TRIED = re.compile(r"^Letters tried: (.*)$", re.MULTILINE)
@@ -26,8 +28,8 @@ class Solver:
 
     >>> from gem_envs_games.hangman import HangmanEnv
     >>> env = HangmanEnv(word_length=3, max_turns=10)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> len(solver.act(obs)) == len("\\\\boxed{}") + 1
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> len(solver.act(obs, info)) == len("\\\\boxed{}") + 1
     True
     """
 
@@ -40,7 +42,8 @@ class Solver:
         self.candidates = None
         self.last_word = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         patterns, tried_lines = _PATTERN.findall(observation), _TRIED.findall(observation)
         if not patterns:
             return "\\boxed{E}"

@@ -7,9 +7,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from gem_envs_games.mastermind import score
+from gem_envs_games.solvers import seen
 
 _FEEDBACK = re.compile(r"(\d+) black, (\d+) white")
 #: above this many candidates, guess the first one instead of scoring every pair
@@ -27,8 +29,8 @@ class Solver:
 
     >>> from gem_envs_games.mastermind import MastermindEnv
     >>> env = MastermindEnv(code_length=2, num_numbers=6, max_turns=10)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> solver.act(obs)
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> solver.act(obs, info)
     '\\\\boxed{1 2}'
     """
 
@@ -40,7 +42,8 @@ class Solver:
     def reset(self) -> None:
         self.candidates = self.last = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         if self.candidates is None:
             digits = range(1, self.env.num_numbers + 1)
             length = self.env.code_length

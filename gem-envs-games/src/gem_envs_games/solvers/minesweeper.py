@@ -4,12 +4,13 @@ exactly over every mine layout that fits the numbers and the mine total."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from math import comb
 from typing import Any
 
 from gem_envs_games.board import parse_grid
 from gem_envs_games.minesweeper import neighbours
+from gem_envs_games.solvers import seen
 
 Cell = tuple[int, int]
 #: a frontier component with more cells than this is judged by local odds only
@@ -21,8 +22,8 @@ class Solver:
 
     >>> from gem_envs_games.minesweeper import MinesweeperEnv
     >>> env = MinesweeperEnv(rows=5, cols=5, num_mines=5, max_turns=25)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> solver.act(obs)
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> solver.act(obs, info)
     '\\\\boxed{reveal 2 2}'
     """
 
@@ -32,7 +33,8 @@ class Solver:
     def reset(self) -> None:
         """Nothing to forget: each observation shows the whole board."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         grid = parse_grid(observation)
         rows, cols = self.env.rows, self.env.cols
         if len(grid) != rows or any(len(line) != cols for line in grid):

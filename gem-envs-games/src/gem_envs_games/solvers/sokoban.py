@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from gem_envs_games.sokoban import (
     push,
     shortest_solution,
 )
+from gem_envs_games.solvers import seen
 
 _SYMBOLS = {WALL, FLOOR, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL}
 
@@ -86,7 +88,8 @@ class Solver:
         self._plan: list[str] = []
         self._expected: tuple[Cell, frozenset[Cell]] | None = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         level = read_level(observation)
         if (level.player, frozenset(level.boxes)) != self._expected or not self._plan:
             plan = shortest_solution(level.walls, level.goals, level.boxes, level.player)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
+from gem_envs_games.solvers import seen
 from gem_envs_games.sudoku import Grid, solve
 
 _ROW = re.compile(r"^\s*(\d+) \|(.*)\|\s*$")
@@ -41,7 +43,8 @@ class Solver:
     def reset(self) -> None:
         """Nothing to forget: the solution is recomputed from each observation."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         grid = read_grid(observation)
         solutions = solve(grid)
         if not solutions:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
+
+from gem_envs_games.solvers import seen
 
 _TOWER_LINE = re.compile(r"^([ABC]): \[([\d, ]*)\]$", re.MULTILINE)
 
@@ -53,7 +56,8 @@ class Solver:
     def reset(self) -> None:
         """Nothing to forget: every move is computed from the observation."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         move = next_move(read_towers(observation))
         if move is None:
             raise ValueError("the towers are already solved")

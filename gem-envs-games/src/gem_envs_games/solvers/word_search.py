@@ -4,9 +4,11 @@ forwards and backwards, so the solver never misses (100% wins)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gem_envs_games.board import parse_grid
+from gem_envs_games.solvers import seen
 from gem_envs_games.word_search import occurrences
 
 _WORDS = re.compile(r"Words to find \([^)]*\): (.+)")
@@ -17,8 +19,8 @@ class Solver:
 
     >>> from gem_envs_games.word_search import WordSearchEnv
     >>> env = WordSearchEnv(hardcore=False, max_turns=20, num_words=5)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> env.step(solver.act(obs))[1]
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> env.step(solver.act(obs, info))[1]
     0.2
     """
 
@@ -28,7 +30,8 @@ class Solver:
     def reset(self) -> None:
         """Nothing to forget: each observation shows the whole puzzle."""
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         grid = [[cell.strip("[]") for cell in row] for row in parse_grid(observation)]
         listed = _WORDS.findall(observation)
         todo = [w for w in listed[-1].split(", ") if not w.startswith("[")] if listed else []

@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 from gem_envs_games import words
+from gem_envs_games.solvers import seen
 from gem_envs_games.wordle import feedback
 
 _MARKS = re.compile(r"([A-Z]+) -> ((?:[GYX] ?)+)")
@@ -45,8 +47,8 @@ class Solver:
 
     >>> from gem_envs_games.wordle import WordleEnv
     >>> env = WordleEnv(word_length=5, max_turns=25)
-    >>> obs, _ = env.reset(seed=0); solver = Solver(env); solver.reset()
-    >>> len(solver.act(obs)) == len("\\\\boxed{}") + 5
+    >>> obs, info = env.reset(seed=0); solver = Solver(env); solver.reset()
+    >>> len(solver.act(obs, info)) == len("\\\\boxed{}") + 5
     True
     """
 
@@ -57,7 +59,8 @@ class Solver:
     def reset(self) -> None:
         self.candidates = None
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Mapping[str, Any] | None = None) -> str:
+        observation = seen(observation, info)
         length = self.env.word_length
         if self.candidates is None:
             self.candidates = [w.upper() for w in words.secret_words(length)]
