@@ -51,6 +51,14 @@ class VectorEnvError(GemError, RuntimeError):
         self.env_id = env_id
 
 
+class StepTimeoutError(GemError, TimeoutError):
+    """An env's ``reset`` or ``step`` did not return within ``step_timeout`` seconds."""
+
+
+class EpisodeTimeoutError(GemError, TimeoutError):
+    """An episode did not finish within ``episode_timeout`` seconds."""
+
+
 class DataUnavailableError(GemError, RuntimeError):
     """A dataset env's data cannot be loaded here (no offline copy, hub unreachable)."""
 

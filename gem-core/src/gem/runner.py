@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gem.core import Env
+from gem.errors import EpisodeTimeoutError, StepTimeoutError
+from gem.executor import ThreadPool
 
 Policy = Callable[[Any], Awaitable[str] | str]
 
@@ -91,7 +93,9 @@ class EpisodeContext:
     env_id: str | None
 
 
-def _as_async(policy: Any) -> Callable[[Any, EpisodeContext], Awaitable[str]]:
+def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awaitable[Any]]:
+    """``policy`` as ``await call(observation, context_factory)``; the context is built only
+    for policies that take one (it is on every step's path)."""
     fn = getattr(policy, "act", policy)
     if not callable(fn):
         raise TypeError("policy must be an async function act(observation) -> str or have an .act method")
@@ -100,13 +104,23 @@ def _as_async(policy: Any) -> Callable[[Any, EpisodeContext], Awaitable[str]]:
     except (TypeError, ValueError):  # builtins without a signature
         wants_context = False
 
-    async def call(observation: Any, context: EpisodeContext) -> str:
-        result = fn(observation, context=context) if wants_context else fn(observation)
+    async def call(observation: Any, context: Callable[[], EpisodeContext]) -> Any:
+        result = fn(observation, context=context()) if wants_context else fn(observation)
         if inspect.isawaitable(result):
             return await result
         return result
 
     return call
+
+
+class _Episode:
+    """What one running episode holds that its timeout must know about."""
+
+    __slots__ = ("env", "env_busy")
+
+    def __init__(self) -> None:
+        self.env: Env | None = None
+        self.env_busy = False  # inside reset/step: after a timeout the env cannot be reused
 
 
 async def run_episodes(
@@ -121,6 +135,9 @@ async def run_episodes(
     tokenizer: Any = None,
     on_error: str = "raise",
     on_trajectory: Callable[[Trajectory], Any] | None = None,
+    step_timeout: float | None = None,
+    episode_timeout: float | None = None,
+    threads: int | None = None,
 ) -> list[Trajectory]:
     """Play episodes concurrently; returns one :class:`Trajectory` per episode, in order.
 
@@ -129,7 +146,18 @@ async def run_episodes(
     episodes); ``max_turns`` truncates longer episodes; ``wrappers`` (names, applied in
     order) get ``tokenizer`` when they need one (``concat_chat``). With ``on_error="record"`` an
     episode whose env or policy raises is kept with ``trajectory.error`` set and the
-    other episodes go on; ``"raise"`` re-raises the first error.
+    other episodes go on; ``"raise"`` cancels the other episodes and re-raises the first error.
+
+    Envs without a native ``astep`` step in a thread pool that this call owns, with
+    ``threads`` threads (default: ``concurrency``, so every episode can be inside a
+    blocking step at once); see :mod:`gem.executor`.
+
+    ``step_timeout`` bounds each env ``reset``/``step`` and ``episode_timeout`` a whole
+    episode (policy time included), in seconds. An episode that overruns ends with
+    ``error`` ``"StepTimeoutError: ..."`` / ``"EpisodeTimeoutError: ..."`` (raised with
+    ``on_error="raise"``). An env caught inside a call that overran is dropped and a fresh
+    one is built for later episodes; a thread stuck in a sync ``step`` cannot be killed,
+    so it runs on in the background (a daemon thread) and the pool starts another.
 
     A policy whose signature has a ``context`` parameter, ``act(observation, context)``,
     also gets an :class:`EpisodeContext` (episode index, seed, turn), e.g. to keep
@@ -143,62 +171,100 @@ async def run_episodes(
         raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0 seconds, got {value}")
     make_env = _env_factory(env, wrappers, tokenizer)
     act = _as_async(policy)
-    pool: asyncio.Queue[Env] = asyncio.Queue()
+    idle: list[Env] = []  # envs between episodes, reused by the next one
     created: list[Env] = []
+    abandoned: set[int] = set()  # ids of envs left inside a call that overran
     semaphore = asyncio.Semaphore(concurrency)
+    pool = ThreadPool(threads or concurrency)
 
-    async def get_env() -> Env:
-        if pool.empty() and len(created) < concurrency:
-            new = await asyncio.to_thread(make_env)
-            created.append(new)
-            return new
-        return await pool.get()
+    async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        state.env_busy = True
+        try:
+            if step_timeout is None:
+                return await fn(*args)
+            return await asyncio.wait_for(fn(*args), step_timeout)
+        except asyncio.TimeoutError:
+            raise StepTimeoutError(f"env {fn.__name__.lstrip('a')} did not return within {step_timeout} s") from None
+        finally:
+            state.env_busy = False
+
+    async def play(index: int, seed: int | None, traj: Trajectory, state: _Episode) -> None:
+        if idle:
+            state.env = idle.pop()
+        else:
+            state.env_busy = True  # a constructor that hangs is as stuck as a step that hangs
+            state.env = await pool.run(make_env)
+            state.env_busy = False
+            created.append(state.env)
+        env_ = state.env
+        traj.env_id = getattr(env_, "env_id", None)
+        obs, traj.initial_info = await env_call(state, env_.areset, seed)
+        while max_turns is None or len(traj.turns) < max_turns:
+            t0 = time.perf_counter()
+            action = await act(obs, lambda: EpisodeContext(index, seed, len(traj.turns), traj.env_id))
+            policy_info: dict[str, Any] = {}
+            if isinstance(action, tuple):
+                action, policy_info = action
+            t1 = time.perf_counter()
+            next_obs, reward, terminated, truncated, info = await env_call(state, env_.astep, action)
+            t2 = time.perf_counter()
+            if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
+                truncated = True
+            traj.turns.append(Turn(obs, action, float(reward), bool(terminated), bool(truncated), info,
+                                   t1 - t0, t2 - t1, policy_info))
+            obs = next_obs
+            if terminated or truncated:
+                break
+        traj.final_observation = obs
 
     async def episode(index: int, seed: int | None) -> Trajectory:
         async with semaphore:
             traj = Trajectory(None, seed, index)
+            state = _Episode()
             start = time.perf_counter()
-            env_: Env | None = None
             try:
-                env_ = await get_env()
-                traj.env_id = getattr(env_, "env_id", None)
-                obs, traj.initial_info = await env_.areset(seed=seed)
-                while max_turns is None or len(traj.turns) < max_turns:
-                    t0 = time.perf_counter()
-                    action = await act(obs, EpisodeContext(index, seed, len(traj.turns), traj.env_id))
-                    policy_info: dict[str, Any] = {}
-                    if isinstance(action, tuple):
-                        action, policy_info = action
-                    t1 = time.perf_counter()
-                    next_obs, reward, terminated, truncated, info = await env_.astep(action)
-                    t2 = time.perf_counter()
-                    if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
-                        truncated = True
-                    traj.turns.append(Turn(obs, action, float(reward), bool(terminated), bool(truncated), info,
-                                           t1 - t0, t2 - t1, policy_info))
-                    obs = next_obs
-                    if terminated or truncated:
-                        break
-                traj.final_observation = obs
+                if episode_timeout is None:
+                    await play(index, seed, traj, state)
+                else:
+                    try:
+                        await asyncio.wait_for(play(index, seed, traj, state), episode_timeout)
+                    except StepTimeoutError:
+                        raise
+                    except asyncio.TimeoutError:
+                        raise EpisodeTimeoutError(f"episode did not finish within {episode_timeout} s") from None
             except Exception as exc:
                 if on_error == "raise":
                     raise
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                if env_ is not None:
-                    pool.put_nowait(env_)
+                if state.env_busy:  # left inside a call that never returned: never reuse it
+                    pool.abandon()
+                    if state.env is not None:
+                        abandoned.add(id(state.env))
+                elif state.env is not None:
+                    idle.append(state.env)
             if on_trajectory is not None:
                 on_trajectory(traj)
             return traj
 
+    with pool.installed():  # tasks copy the context they are created in
+        tasks = [asyncio.ensure_future(episode(i, s)) for i, s in enumerate(seed_list)]
     try:
-        return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
+        return list(await asyncio.gather(*tasks))
     finally:
+        for task in tasks:  # after an error (on_error="raise") the other episodes stop too
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        pool.close()
         for made in created:
-            made.close()
+            if id(made) not in abandoned:
+                made.close()
 
 
 def run(env: str | Env | Callable[[], Env], policy: Any, num_episodes: int | None = None, **kwargs: Any
