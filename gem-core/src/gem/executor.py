@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextvars
 import queue
 import threading
@@ -55,33 +56,51 @@ class ThreadPool:
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` in this pool (with the caller's context variables)."""
-        if self._closed:
-            raise RuntimeError("this thread pool is closed")
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             if self._loop is not None and not self._loop.is_closed():
                 raise RuntimeError("a ThreadPool serves one event loop")
             self._loop = loop
         future = loop.create_future()
+        self._put(future, fn, args, kwargs)
+        return await future
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        """Run ``fn(*args, **kwargs)`` in this pool; for callers without an event loop."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._put(future, fn, args, kwargs)
+        return future
+
+    def _put(self, future: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
+        if self._closed:
+            raise RuntimeError("this thread pool is closed")
         with self._lock:
             self._outstanding += 1
+        self._queue.put((future, contextvars.copy_context(), fn, args, kwargs))
+        self._grow()
+
+    def _grow(self) -> None:
+        """Start a thread if a call is waiting for one and the pool is below its size."""
+        with self._lock:
             start = self._outstanding > self._started and self._started < self.threads + self.abandoned
             if start:
                 self._started += 1
         if start:
             threading.Thread(target=self._work, name=f"{self.name}-{self._started}", daemon=True).start()
-        self._queue.put((future, contextvars.copy_context(), fn, args, kwargs))
-        return await future
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             future, context, fn, args, kwargs = item
             try:
-                self._done.append((future, True, context.run(fn, *args, **kwargs)))
-            except BaseException as exc:  # handed to the awaiting task, which re-raises it
-                self._done.append((future, False, exc))
+                outcome = (future, True, context.run(fn, *args, **kwargs))
+            except BaseException as exc:  # handed to the waiting caller, which re-raises it
+                outcome = (future, False, exc)
             with self._lock:
                 self._outstanding -= 1
+            if isinstance(future, concurrent.futures.Future):
+                _settle(*outcome)
+                continue
+            self._done.append(outcome)
             # one wake-up of the loop for all results that finish while it is busy
             if not self._wake_pending:
                 self._wake_pending = True
@@ -93,18 +112,13 @@ class ThreadPool:
     def _deliver(self) -> None:
         self._wake_pending = False  # before draining: a result appended after this schedules another call
         while self._done:
-            future, ok, value = self._done.popleft()
-            if future.done():  # a cancelled wait (a timeout) leaves nobody to tell
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            _settle(*self._done.popleft())
 
     def abandon(self) -> None:
         """Give up on a call stuck in one of the pool's threads (see the class docstring)."""
         with self._lock:
             self.abandoned += 1
+        self._grow()  # calls queued behind the stuck one get a thread now
 
     @contextmanager
     def installed(self) -> Iterator[ThreadPool]:
@@ -127,6 +141,15 @@ class ThreadPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _settle(future: asyncio.Future | concurrent.futures.Future, ok: bool, value: Any) -> None:
+    if future.done():  # a cancelled wait (a timeout) leaves nobody to tell
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
 
 
 def current_pool() -> ThreadPool | None:
