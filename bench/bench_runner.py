@@ -6,6 +6,9 @@ sandboxed test run or a tool call: ``blocking`` envs ``time.sleep`` inside a pla
 answers at once, so the ideal is ``concurrency / 20 ms`` steps per second. The thread
 vector env (``make_vec(..., async_mode=True)``) steps the same envs in lockstep.
 
+A last row compares, for a CPU-bound env, the runner's threads with ``processes=`` (one
+worker process per core) and a plain loop.
+
     python bench/bench_runner.py [--seconds 2] [--concurrency 64 256]
 """
 
@@ -13,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import os
 import time
 
 from gem.core import Env
 from gem.runner import run
+from gem.testing.envs import BusyEnv
 from gem.vector import ThreadVectorEnv
 
 MEAN_DELAY = 0.020
@@ -110,6 +116,31 @@ def vector_rate(cls: type[Env], n: int, seconds: float) -> float:
         return steps / (time.perf_counter() - start)
 
 
+def cpu_rates(concurrency: int, seconds: float) -> tuple[float, float, float]:
+    """(raw loop, runner with threads, runner with one worker process per core) steps/s of
+    :class:`~gem.testing.envs.BusyEnv`, whose steps burn CPU (threads share one GIL)."""
+    raw_env = BusyEnv(max_turns=TURNS)
+    raw_env.reset(seed=0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds / 2:
+        if raw_env.step("\\boxed{0}")[3]:
+            raw_env.reset()
+        steps += 1
+    raw = steps / (time.perf_counter() - start)
+    episodes = max(concurrency, int(seconds * raw / TURNS))
+
+    async def wrong(observation: str) -> str:
+        return "\\boxed{0}"
+
+    rates = []
+    for processes in (None, os.cpu_count() or 1):
+        start = time.perf_counter()
+        trajs = run(functools.partial(BusyEnv, max_turns=TURNS), wrong, seeds=range(episodes), concurrency=concurrency,
+                    processes=processes)
+        rates.append(sum(len(t) for t in trajs) / (time.perf_counter() - start))
+    return raw, rates[0], rates[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per cell")
@@ -128,6 +159,10 @@ def main() -> None:
             print(f"{name:<9} {n:>5} {ideal:>7,.0f} {floor:>7,.0f} {ours:>7,.0f} {whole:>7,.0f} {vec:>7,.0f} "
                   f"{ours / ideal:>12.0%} {floor / ideal:>11.0%} {ours / floor:>12.0%} {vec / ideal:>9.0%} "
                   f"{ours / vec:>9.2f}x", flush=True)
+    raw, threads, processes = cpu_rates(16, args.seconds)
+    print(f"\ncpu-bound (BusyEnv), concurrency 16: raw loop {raw:,.0f}, runner threads {threads:,.0f} "
+          f"({threads / raw:.2f}x raw), runner processes={os.cpu_count()} {processes:,.0f} "
+          f"({processes / raw:.2f}x raw, {processes / threads:.2f}x threads)")
 
 
 if __name__ == "__main__":

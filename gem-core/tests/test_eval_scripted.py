@@ -233,8 +233,8 @@ def test_a_request_refused_before_any_answer_stops_the_evaluation(count_registry
 def test_a_hung_env_step_or_a_slow_episode_is_a_timeout_failure_not_a_hang(count_registry, server, tmp_path):
     # the Faulty env hangs on the action "hang"; the "constant:hang" script answers it on the first turn
     count_registry.register("test:Hang-v0", "gem.testing.envs:FaultyEnv")
-    result = evaluate(EvalConfig(["test:Hang-v0"], model="openai:constant:hang", base_url=server.base_url, progress=False,
-                                 episodes=2, step_timeout=0.5, output=tmp_path / "step"))
+    result = evaluate(EvalConfig(["test:Hang-v0"], model="openai:constant:hang", base_url=server.base_url,
+                                 progress=False, episodes=2, step_timeout=0.5, output=tmp_path / "step"))
     records = read_jsonl(tmp_path / "step" / "episodes.jsonl")
     assert [r["error_kind"] for r in records] == ["timeout", "timeout"] and not any(r["success"] for r in records)
     assert all(r["error"].startswith("StepTimeoutError") for r in records)

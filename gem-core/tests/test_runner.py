@@ -272,3 +272,25 @@ def test_an_error_under_raise_stops_the_other_episodes():
     count = len(stepped_after)
     time.sleep(0.2)
     assert len(stepped_after) == count
+
+
+def test_cpu_bound_envs_can_live_in_worker_processes(count_registry):
+    async def act(observation, context):
+        return f"\\boxed{{{context.turn + 1}}}"
+
+    in_threads = run("test:Busy-v0", act, seeds=range(6), concurrency=3)
+    in_processes = run("test:Busy-v0", act, seeds=range(6), concurrency=3, processes=2)
+    assert [[t.observation for t in tr.turns] for tr in in_processes] == \
+        [[t.observation for t in tr.turns] for tr in in_threads]
+    assert [tr.total_return for tr in in_processes] == [tr.total_return for tr in in_threads]
+    assert all(tr.env_id == "test:Busy-v0" for tr in in_processes)
+
+
+def test_a_worker_process_that_dies_ends_only_its_episodes(count_registry):
+    async def act(observation, context):
+        return "die" if context.index == 0 else "\\boxed{1}"
+
+    trajs = run("test:Faulty-v0", act, seeds=range(4), concurrency=2, processes=2, on_error="record")
+    assert "WorkerDied" in trajs[0].error
+    assert all(t.error is None or "EpisodeLost" in t.error for t in trajs[1:])
+    assert sum(t.error is None for t in trajs[1:]) >= 2

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextvars
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -53,6 +54,7 @@ class ThreadPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: collections.deque[tuple[asyncio.Future, bool, Any]] = collections.deque()
         self._wake_pending = False
+        self._threads: list[threading.Thread] = []
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` in this pool (with the caller's context variables)."""
@@ -86,7 +88,9 @@ class ThreadPool:
             if start:
                 self._started += 1
         if start:
-            threading.Thread(target=self._work, name=f"{self.name}-{self._started}", daemon=True).start()
+            thread = threading.Thread(target=self._work, name=f"{self.name}-{self._started}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -129,12 +133,16 @@ class ThreadPool:
         finally:
             _installed.reset(token)
 
-    def close(self) -> None:
-        """Let the threads end once their current call returns; never waits."""
+    def close(self, wait: float = 1.0) -> None:
+        """End the threads once their current call returns, waiting at most ``wait`` seconds
+        for them (idle ones end at once; a stuck one is left to run on, a daemon)."""
         if not self._closed:
             self._closed = True
             for _ in range(self._started):
                 self._queue.put(None)
+            deadline = time.monotonic() + wait
+            for thread in self._threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> ThreadPool:
         return self

@@ -12,6 +12,7 @@ and evaluation both collect experience through :func:`run_episodes`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gem.core import Env
-from gem.errors import EpisodeTimeoutError, StepTimeoutError
+from gem.errors import EpisodeTimeoutError, StepTimeoutError, VectorEnvError
 from gem.executor import ThreadPool
+from gem.vector.base import Call
+from gem.vector.slot import Failure
 
 Policy = Callable[[Any], Awaitable[str] | str]
 
@@ -66,21 +69,27 @@ class Trajectory:
         return len(self.turns)
 
 
-def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
-    from gem.registration import make
+def _wrapped(base: Callable[[], Env], wrappers: Any, tokenizer: Any) -> Env:
     from gem.wrappers import apply_wrappers
 
+    return apply_wrappers(base(), wrappers, tokenizer=tokenizer)
+
+
+def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
+    # partials, not lambdas: with processes=N the factory may have to be pickled
+    from gem.registration import make
+
     if isinstance(env, str):
-        base: Callable[[], Env] = lambda: make(env)  # noqa: E731
+        base: Callable[[], Env] = functools.partial(make, env)
     elif isinstance(env, Env):
-        base = lambda: env.spawn()  # noqa: E731
+        base = env.spawn
     elif callable(env):
         base = env
     else:
         raise TypeError(f"env must be an id, an Env or a factory, got {type(env).__name__}")
     if not wrappers:
         return base
-    return lambda: apply_wrappers(base(), wrappers, tokenizer=tokenizer)
+    return functools.partial(_wrapped, base, wrappers, tokenizer)
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,83 @@ def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awai
     return call
 
 
+class _ProcessEnvs:
+    """The envs of a run with ``processes=N``: ``slots`` envs in N worker processes (a
+    :class:`~gem.vector.process.ProcessVectorEnv`, autoreset off). Episodes send their
+    resets and steps here; whatever is pending runs as one batch, each worker taking its
+    share in parallel with the others, while the next batch gathers."""
+
+    def __init__(self, make_env: Callable[[], Env], slots: int, processes: int, step_timeout: float | None,
+                 pool: ThreadPool) -> None:
+        from gem.vector.process import ProcessVectorEnv
+
+        self.vec = ProcessVectorEnv([make_env] * slots, num_workers=processes, seed=None,
+                                    autoreset_mode="disabled", step_timeout=step_timeout)
+        self.env_id = self.vec.call("env_id", indices=[0])[0]
+        self.free = list(range(slots))
+        self._pool = pool
+        self._pending: list[tuple[Call, asyncio.Future]] = []
+        self._wake = asyncio.Event()
+        self._dispatcher = asyncio.ensure_future(self._dispatch())
+
+    async def call(self, index: int, method: str, args: tuple) -> Any:
+        entry = ((index, method, args, {}), asyncio.get_running_loop().create_future())
+        self._pending.append(entry)
+        self._wake.set()
+        try:
+            return await entry[1]
+        except asyncio.CancelledError:
+            # not sent yet: withdraw it. Sent: it finishes in its batch before this env's next call
+            # runs (batches run one after another), so the env can be reused either way
+            if entry in self._pending:
+                self._pending.remove(entry)
+            raise
+
+    async def _dispatch(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            try:
+                results = await self._pool.run(self.vec._execute, [call for call, _ in batch])
+            except Exception as exc:  # the vector env itself broke: every caller hears of it
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), result in zip(batch, results):
+                if future.done():
+                    continue
+                if not isinstance(result, Failure):
+                    future.set_result(result)
+                elif result.type == "StepTimeout":
+                    future.set_exception(StepTimeoutError(result.describe()))
+                else:
+                    future.set_exception(VectorEnvError(f"{result.describe()}\n{result.traceback}", result.index,
+                                                        result.env_id))
+
+    def close(self) -> None:
+        self._dispatcher.cancel()
+        self.vec.close()
+
+
+class _ProcessEnv:
+    """One slot of :class:`_ProcessEnvs`, with the async half of the Env API the runner uses."""
+
+    def __init__(self, envs: _ProcessEnvs) -> None:
+        self.envs, self.index = envs, envs.free.pop()
+        self.env_id = envs.env_id
+
+    async def areset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+        return await self.envs.call(self.index, "reset", (seed, {}))
+
+    async def astep(self, action: str) -> Any:
+        return await self.envs.call(self.index, "step", (action,))
+
+    def close(self) -> None:
+        """The slot's env closes with the others, in :meth:`_ProcessEnvs.close`."""
+
+
 class _Episode:
     """What one running episode holds that its timeout must know about."""
 
@@ -138,6 +224,7 @@ async def run_episodes(
     step_timeout: float | None = None,
     episode_timeout: float | None = None,
     threads: int | None = None,
+    processes: int | None = None,
 ) -> list[Trajectory]:
     """Play episodes concurrently; returns one :class:`Trajectory` per episode, in order.
 
@@ -150,7 +237,11 @@ async def run_episodes(
 
     Envs without a native ``astep`` step in a thread pool that this call owns, with
     ``threads`` threads (default: ``concurrency``, so every episode can be inside a
-    blocking step at once); see :mod:`gem.executor`.
+    blocking step at once); see :mod:`gem.executor`. For CPU-bound envs, ``processes=N``
+    keeps ``concurrency`` envs in N worker processes instead (the process vector env's
+    workers: a worker that dies or hangs past ``step_timeout`` is restarted, and the
+    episodes it held end with an error); ``env`` must then be an id or a picklable factory
+    when the process start method is not ``fork``.
 
     ``step_timeout`` bounds each env ``reset``/``step`` and ``episode_timeout`` a whole
     episode (policy time included), in seconds. An episode that overruns ends with
@@ -181,11 +272,17 @@ async def run_episodes(
     abandoned: set[int] = set()  # ids of envs left inside a call that overran
     semaphore = asyncio.Semaphore(concurrency)
     pool = ThreadPool(threads or concurrency)
+    remote: _ProcessEnvs | None = None
+    if processes is not None:
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        remote = _ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
+        make_env = functools.partial(_ProcessEnv, remote)
 
     async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
         state.env_busy = True
         try:
-            if step_timeout is None:
+            if step_timeout is None or remote is not None:  # worker processes enforce their own timeout
                 return await fn(*args)
             return await asyncio.wait_for(fn(*args), step_timeout)
         except asyncio.TimeoutError:
@@ -243,7 +340,7 @@ async def run_episodes(
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                if state.env_busy:  # left inside a call that never returned: never reuse it
+                if state.env_busy and not isinstance(state.env, _ProcessEnv):  # stuck in a call: never reuse it
                     pool.abandon()
                     if state.env is not None:
                         abandoned.add(id(state.env))
@@ -262,6 +359,8 @@ async def run_episodes(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         pool.close()
+        if remote is not None:
+            remote.close()
         for made in created:
             if id(made) not in abandoned:
                 made.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 from typing import Any
 
@@ -87,7 +88,10 @@ class FaultyEnv(CountEnv):
     """Raises ``RuntimeError`` on ``"raise"``; kills its own process on ``"die"``; blocks
     for an hour on ``"hang"``. With ``fail_unseeded_resets=True`` every ``reset()``
     without a seed raises (as a level generator that gives up on some seeds), so the
-    autoreset after an episode fails."""
+    autoreset after an episode fails. ``FaultyEnv.hung.set()`` releases hung steps (in
+    this process)."""
+
+    hung = threading.Event()
 
     def __init__(self, high: int = 10, max_turns: int = 4, fail_unseeded_resets: bool = False) -> None:
         super().__init__(high=high, max_turns=max_turns)
@@ -104,5 +108,5 @@ class FaultyEnv(CountEnv):
         if action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
         if action == "hang":
-            time.sleep(3600)
+            FaultyEnv.hung.wait(3600)
         return super().step(action)

@@ -120,6 +120,9 @@ class ProcessVectorEnv(VectorEnv):
     ) -> None:
         super().__init__(env_fns, **kwargs)
         self._context = context
+        # chosen once: a restarted worker must rebuild its envs the way the first one did (a
+        # factory that only fork can carry, a registry filled in this process)
+        self._method = self._start_method()
         workers = max(1, min(num_workers or os.cpu_count() or 1, self.num_envs))
         chunks = [list(range(self.num_envs))[w::workers] for w in range(workers)]
         self._workers: list[_Worker] = []
@@ -141,7 +144,7 @@ class ProcessVectorEnv(VectorEnv):
         return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
 
     def _start(self, slot_args: list[SlotArgs]) -> _Worker:
-        method = self._start_method()
+        method = self._method
         worker = _Worker(mp.get_context(method), slot_args)
         kind, payload = worker.recv()
         if kind != "ready":
