@@ -59,7 +59,10 @@ class SyncVectorEnv(VectorEnv):
             return [run_call(self.slots[c[0]], c) for c in calls]
         if self._pool is None:
             self._pool = ThreadPool(self._threads(), name=f"gem-vector-{self.backend}")
-        started: dict[int, float] = {}
+        if self.step_timeout is None:
+            futures = [self._pool.submit(run_call, self.slots[c[0]], c) for c in calls]
+            return [f.result() for f in futures]
+        started: dict[int, float] = {}  # a call's clock starts when a thread takes it, not while it queues
 
         def timed(slot: Slot, call: Call) -> Any:
             started[call[0]] = time.monotonic()
@@ -68,16 +71,14 @@ class SyncVectorEnv(VectorEnv):
         waiting = {self._pool.submit(timed, self.slots[c[0]], c): c for c in calls}
         results: dict[int, Any] = {}
         while waiting:
-            timeout = None
-            if self.step_timeout is not None:
-                running = [started[c[0]] for c in waiting.values() if c[0] in started]
-                timeout = max(0.0, min(running) + self.step_timeout - time.monotonic()) if running else 0.05
+            running = [started[c[0]] for c in waiting.values() if c[0] in started]
+            timeout = max(0.0, min(running) + self.step_timeout - time.monotonic()) if running else 0.05
             done, _ = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in done:
                 results[waiting.pop(future)[0]] = future.result()
             now = time.monotonic()
             for future, call in list(waiting.items()):
-                if self.step_timeout is not None and call[0] in started and now - started[call[0]] >= self.step_timeout:
+                if call[0] in started and now - started[call[0]] >= self.step_timeout:
                     del waiting[future]
                     results[call[0]] = self._hung(call)
         return [results[c[0]] for c in calls]
