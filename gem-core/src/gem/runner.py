@@ -12,6 +12,7 @@ and evaluation both collect experience through :func:`run_episodes`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import inspect
 import time
@@ -123,19 +124,41 @@ def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awai
 
 
 class _ProcessEnvs:
-    """The envs of a run with ``processes=N``: ``slots`` envs in N worker processes (a
-    :class:`~gem.vector.process.ProcessVectorEnv`, autoreset off). Episodes send their
-    resets and steps here; whatever is pending runs as one batch, each worker taking its
-    share in parallel with the others, while the next batch gathers."""
+    """The envs of a run with ``processes=N``: ``slots`` envs spread over N worker
+    processes. Each worker is a one-worker
+    :class:`~gem.vector.process.ProcessVectorEnv` (autoreset off) with its own
+    dispatcher: the calls pending for it run as one batch while the next one gathers,
+    and workers never wait for each other."""
 
     def __init__(self, make_env: Callable[[], Env], slots: int, processes: int, step_timeout: float | None,
                  pool: ThreadPool) -> None:
+        workers = max(1, min(processes, slots))
+        self.workers: list[_ProcessWorker] = []
+        try:
+            for w in range(workers):
+                self.workers.append(_ProcessWorker(make_env, len(range(w, slots, workers)), step_timeout, pool))
+        except BaseException:
+            self.close()
+            raise
+        self.env_id = self.workers[0].vec.call("env_id", indices=[0])[0]
+        # slots taken in turn from each worker, so that a run with fewer episodes still uses them all
+        self.free = collections.deque(
+            (worker, i) for i in range(max(w.vec.num_envs for w in self.workers)) for worker in self.workers
+            if i < worker.vec.num_envs)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+class _ProcessWorker:
+    """One worker process of :class:`_ProcessEnvs` and the dispatcher that feeds it."""
+
+    def __init__(self, make_env: Callable[[], Env], slots: int, step_timeout: float | None, pool: ThreadPool) -> None:
         from gem.vector.process import ProcessVectorEnv
 
-        self.vec = ProcessVectorEnv([make_env] * slots, num_workers=processes, seed=None,
-                                    autoreset_mode="disabled", step_timeout=step_timeout)
-        self.env_id = self.vec.call("env_id", indices=[0])[0]
-        self.free = list(range(slots))
+        self.vec = ProcessVectorEnv([make_env] * slots, num_workers=1, seed=None, autoreset_mode="disabled",
+                                    step_timeout=step_timeout)
         self._pool = pool
         self._pending: list[tuple[Call, asyncio.Future]] = []
         self._wake = asyncio.Event()
@@ -186,14 +209,14 @@ class _ProcessEnv:
     """One slot of :class:`_ProcessEnvs`, with the async half of the Env API the runner uses."""
 
     def __init__(self, envs: _ProcessEnvs) -> None:
-        self.envs, self.index = envs, envs.free.pop()
+        self.worker, self.index = envs.free.popleft()
         self.env_id = envs.env_id
 
     async def areset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
-        return await self.envs.call(self.index, "reset", (seed, {}))
+        return await self.worker.call(self.index, "reset", (seed, {}))
 
     async def astep(self, action: str) -> Any:
-        return await self.envs.call(self.index, "step", (action,))
+        return await self.worker.call(self.index, "step", (action,))
 
     def close(self) -> None:
         """The slot's env closes with the others, in :meth:`_ProcessEnvs.close`."""
