@@ -6,6 +6,7 @@
     nox -s lint           # ruff
     nox -s demo           # play every installed env with random actions
     nox -s bench          # benchmarks; each prints a table with its baseline
+    nox -s serve          # gem serve against OpenEnv's client
 
 Every session installs the packages from this working tree (never from a registry),
 so a change to gem-core is tested against every suite at once.
@@ -111,6 +112,14 @@ def tests(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+def serve(session: nox.Session) -> None:
+    """`gem serve` against OpenEnv's own client (extra gem-core[serve]; the games' solvers play)."""
+    session.install("-e", f"{ROOT / 'gem-core'}[test,serve]", "-e", str(ROOT / "gem-envs-games"))
+    session.run("pytest", str(ROOT / "gem-core" / "tests" / "test_serve.py"), "-q", "-p", "no:cacheprovider",
+                *session.posargs)
+
+
+@nox.session
 def train(session: nox.Session) -> None:
     """The main job: a short multi-turn RL run on CPU with gem-train's default config
     (tiny model built locally, game:GuessTheNumber-v0-easy, SFT warm start then ReBN).
@@ -157,6 +166,7 @@ def bench(session: nox.Session) -> None:
     for package in PACKAGES:
         _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
     session.run("python", str(ROOT / "bench" / "bench_core.py"), *session.posargs)
+    session.run("python", str(ROOT / "bench" / "bench_runner.py"))
     for package in PACKAGES:
         for script in sorted((ROOT / package / "bench").glob("bench_*.py")):
             session.run("python", str(script))

@@ -12,3 +12,11 @@ def count_registry(gem_registry):
     gem_registry.register("test:Faulty-v0", FaultyEnv)
     gem_registry.register("test:Slow-v0", SlowEnv)
     return gem_registry
+
+
+@pytest.fixture(autouse=True)
+def release_hung_faulty_envs():
+    """Steps of FaultyEnv told to "hang" (in this process's threads) end with the test."""
+    FaultyEnv.hung.clear()
+    yield
+    FaultyEnv.hung.set()

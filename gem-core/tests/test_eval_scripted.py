@@ -228,3 +228,20 @@ def test_a_request_refused_before_any_answer_stops_the_evaluation(count_registry
     with pytest.raises(GemError, match="HTTP 400: unknown script"):
         evaluate(config(server, tmp_path, model="no-such-script", episodes=4))
     assert server.requests >= 1 and server.answered == 0
+
+
+def test_a_hung_env_step_or_a_slow_episode_is_a_timeout_failure_not_a_hang(count_registry, server, tmp_path):
+    # the Faulty env hangs on the action "hang"; the "constant:hang" script answers it on the first turn
+    count_registry.register("test:Hang-v0", "gem.testing.envs:FaultyEnv")
+    result = evaluate(EvalConfig(["test:Hang-v0"], model="openai:constant:hang", base_url=server.base_url,
+                                 progress=False, episodes=2, step_timeout=0.5, output=tmp_path / "step"))
+    records = read_jsonl(tmp_path / "step" / "episodes.jsonl")
+    assert [r["error_kind"] for r in records] == ["timeout", "timeout"] and not any(r["success"] for r in records)
+    assert all(r["error"].startswith("StepTimeoutError") for r in records)
+    assert result.summaries[0]["success_rate"] == 0.0
+    with ScriptedServer(delay=0.3) as slow:
+        evaluate(EvalConfig(["test:Count-v0"], model="openai:bisect", base_url=slow.base_url, progress=False,
+                            episodes=1, env_kwargs={"high": 10**6, "max_turns": 50}, episode_timeout=0.5,
+                            output=tmp_path / "episode"))
+    (record,) = read_jsonl(tmp_path / "episode" / "episodes.jsonl")
+    assert record["error_kind"] == "timeout" and record["error"].startswith("EpisodeTimeoutError")

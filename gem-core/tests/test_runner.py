@@ -1,4 +1,5 @@
 import asyncio
+import threading
 import time
 
 import pytest
@@ -152,3 +153,144 @@ def test_wrappers_that_need_a_tokenizer_get_it(count_registry):
 
     trajs = run("test:Count-v0", act, seeds=[0], max_turns=1, wrappers="concat_chat", tokenizer=Template())
     assert trajs[0].turns[0].observation.endswith("|>")
+
+
+class BarrierEnv(CountEnv):
+    """Each step waits at a barrier shared by all episodes: it only releases when
+    ``parties`` steps are in flight at once (a broken barrier raises)."""
+
+    def __init__(self, barrier, **kwargs):
+        super().__init__(**kwargs)
+        self.barrier = barrier
+
+    def step(self, action):
+        self.barrier.wait()
+        return super().step(action)
+
+
+def test_64_concurrent_sync_envs_all_step_at_once():
+    # the loop's default executor has min(32, cores + 4) threads: with it, 64 steps are never in
+    # flight together and the barrier breaks at its timeout
+    barrier = threading.Barrier(64, timeout=60)
+
+    async def act(observation):
+        return "\\boxed{0}"
+
+    trajs = run(lambda: BarrierEnv(barrier, high=10**6, max_turns=3), act, seeds=range(64), concurrency=64)
+    assert all(len(t) == 3 and t.error is None for t in trajs)
+    assert not barrier.broken
+
+
+def test_the_runner_leaves_the_default_executor_alone(count_registry):
+    names = set()
+
+    class Named(CountEnv):
+        def step(self, action):
+            names.add(threading.current_thread().name)
+            return super().step(action)
+
+    async def act(observation):
+        return "\\boxed{0}"
+
+    run(Named, act, seeds=range(4), concurrency=4)
+    assert names and all(n.startswith("gem-runner") for n in names)
+
+
+class HangingEnv(CountEnv):
+    """Steps normally, except that a step with the action "hang" blocks until released."""
+
+    release = threading.Event()
+
+    def reset(self, seed=None, **kwargs):
+        self.resets = getattr(self, "resets", 0) + 1
+        return super().reset(seed, **kwargs)
+
+    def step(self, action):
+        if action == "hang":
+            self.release.wait(60)
+        return super().step(action)
+
+
+def test_a_step_that_never_returns_times_out_and_the_env_is_replaced():
+    built = []
+
+    def factory():
+        built.append(HangingEnv(max_turns=2))
+        return built[-1]
+
+    async def act(observation, context):
+        return "hang" if context.index == 0 else "\\boxed{0}"
+
+    try:
+        trajs = run(factory, act, seeds=range(6), concurrency=2, step_timeout=0.5, on_error="record",
+                    episode_timeout=30)
+    finally:
+        HangingEnv.release.set()
+    assert trajs[0].error.startswith("StepTimeoutError") and not trajs[0].turns
+    assert all(t.error is None and len(t) == 2 for t in trajs[1:])
+    assert built[0].resets == 1  # the stuck env was never handed to a later episode
+    with pytest.raises(gem.errors.StepTimeoutError):
+        HangingEnv.release.clear()
+        try:
+            run(factory, act, seeds=[0], step_timeout=0.2)
+        finally:
+            HangingEnv.release.set()
+
+
+def test_an_async_step_that_never_returns_and_a_slow_episode_time_out():
+    class Forever(CountEnv):
+        async def astep(self, action):
+            await asyncio.Event().wait()
+
+    async def act(observation):
+        return "\\boxed{0}"
+
+    trajs = run(Forever, act, seeds=[0, 1], step_timeout=0.2, on_error="record")
+    assert all(t.error.startswith("StepTimeoutError") for t in trajs)
+
+    async def slow(observation):
+        await asyncio.sleep(0.2)
+        return "\\boxed{0}"
+
+    trajs = run(lambda: CountEnv(high=10**6, max_turns=100), slow, seeds=[0], episode_timeout=0.5,
+                on_error="record")
+    assert trajs[0].error.startswith("EpisodeTimeoutError") and 1 <= len(trajs[0]) <= 3
+
+
+def test_an_error_under_raise_stops_the_other_episodes():
+    stepped_after = []
+
+    async def act(observation, context):
+        if context.index == 0:
+            raise ValueError("policy broke")
+        await asyncio.sleep(0.05)
+        stepped_after.append(context.index)
+        return "\\boxed{0}"
+
+    with pytest.raises(ValueError, match="policy broke"):
+        run(lambda: CountEnv(high=10**6, max_turns=1000), act, seeds=range(4), concurrency=4)
+    count = len(stepped_after)
+    time.sleep(0.2)
+    assert len(stepped_after) == count
+
+
+def test_cpu_bound_envs_can_live_in_worker_processes(count_registry):
+    async def act(observation, context):
+        return f"\\boxed{{{context.turn + 1}}}"
+
+    in_threads = run("test:Busy-v0", act, seeds=range(6), concurrency=3)
+    in_processes = run("test:Busy-v0", act, seeds=range(6), concurrency=3, processes=2)
+    assert [[t.observation for t in tr.turns] for tr in in_processes] == \
+        [[t.observation for t in tr.turns] for tr in in_threads]
+    assert [tr.total_return for tr in in_processes] == [tr.total_return for tr in in_threads]
+    assert all(tr.env_id == "test:Busy-v0" for tr in in_processes)
+
+
+def test_a_worker_process_that_dies_ends_only_its_episodes(count_registry):
+    async def act(observation, context):
+        return "die" if context.index == 0 else "\\boxed{1}"
+
+    trajs = run("test:Faulty-v0", act, seeds=range(4), concurrency=2, processes=2, on_error="record")
+    assert "WorkerDied" in trajs[0].error
+    assert all(t.error is None or "EpisodeLost" in t.error for t in trajs[1:])
+    assert sum(t.error is None for t in trajs[1:]) >= 2

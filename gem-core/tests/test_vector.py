@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 import pytest
 
@@ -164,3 +166,92 @@ def test_process_backend_works_in_a_script_without_a_main_guard(tmp_path):
     forkserver = subprocess.run([sys.executable, str(script), "forkserver"], capture_output=True, text=True,
                                 timeout=60)
     assert forkserver.returncode != 0 and "if __name__ == '__main__':" in forkserver.stderr
+
+
+# -- faults: nothing lost, nothing hangs ---------------------------------------------------
+
+def _bounded(fn, seconds=60):
+    """Run fn in a thread and fail (instead of hanging the suite) if it does not return."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"did not return within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_on_error_raise_keeps_the_healthy_envs_results(count_registry, backend):
+    ids = ["test:Count-v0-hard", "test:Faulty-v0", "test:Count-v0-hard"]
+    with gem.make_vec(ids, backend=backend, seed=3) as envs, gem.make_vec(ids, backend="sync", seed=3) as twin:
+        envs.reset(), twin.reset()
+        with pytest.raises(VectorEnvError) as caught:
+            envs.step(["\\boxed{50}", "raise", "\\boxed{50}"])
+        expected = twin.step({0: "\\boxed{50}", 2: "\\boxed{50}"})
+        err = caught.value
+        assert set(err.results) == {0, 2} and set(err.failures) == {1}
+        assert err.failures[1].type == "RuntimeError"
+        for i in (0, 2):
+            obs, reward, terminated, truncated, info = err.results[i]
+            assert (obs, reward, terminated, truncated, info) == tuple(part[i] for part in expected)
+        # the healthy envs went on from that step: their next step matches the twin's
+        assert envs.step({0: "\\boxed{25}"})[0] == twin.step({0: "\\boxed{25}"})[0]
+
+
+def test_a_dead_worker_never_makes_up_rewards_for_its_siblings(count_registry):
+    ids = ["test:Count-v0-hard", "test:Faulty-v0", "test:Count-v0-hard"]
+    kwargs = {"seed": 5, "on_error": "reset"}
+    with gem.make_vec(ids, backend="process", backend_kwargs={"num_workers": 1}, **kwargs) as envs, \
+            gem.make_vec(ids, backend="sync", **kwargs) as twin:
+        envs.reset(), twin.reset()
+        obs, rewards, terminated, truncated, infos = envs.step(["\\boxed{50}", "die", "\\boxed{50}"])
+        expected = twin.step({0: "\\boxed{50}"})
+        # env 0 stepped before its sibling killed the worker: its result is the real one
+        assert (obs[0], rewards[0], infos[0]) == (expected[0][0], expected[1][0], expected[4][0])
+        # env 1 killed it: a failure, reported as such
+        assert truncated[1] and infos[1]["error_type"] == "WorkerDied"
+        # env 2 never ran: its episode is reported lost, with no reward
+        assert np.isnan(rewards[2]) and truncated[2] and "episode_lost" in infos[2]
+        assert "error" in infos[2] and obs[2].startswith("Guess")
+        # env 0's episode died with the worker after its step: its next step says so
+        obs, rewards, _, truncated, infos = envs.step(["\\boxed{25}"] * 3)
+        assert np.isnan(rewards[0]) and truncated[0] and "episode_lost" in infos[0]
+        assert not np.isnan(rewards[1:]).any() and "episode_lost" not in infos[1] and "episode_lost" not in infos[2]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reset_that_raises_during_autoreset_is_reported_not_raised(count_registry, backend):
+    count_registry.register("test:BadReset-v0", "gem.testing.envs:FaultyEnv", max_turns=1, fail_unseeded_resets=True)
+    with gem.make_vec(["test:BadReset-v0", "test:Count-v0"], backend=backend, on_error="reset") as envs:
+        envs.reset()
+        obs, rewards, terminated, truncated, infos = envs.step(["\\boxed{0}", "\\boxed{0}"])
+        assert truncated[0] and rewards[0] == 0.0  # the episode's own last step, as it happened
+        assert "reset_error" in infos[0] and "could not build" in infos[0]["reset_error"]
+        assert infos[0]["final_obs"].startswith("Wrong")
+        obs, rewards, terminated, truncated, infos = envs.step(["\\boxed{0}", "\\boxed{0}"])  # keeps trying
+        assert "reset_error" in infos[0] and not (terminated[0] or truncated[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_step_that_never_returns_times_out_and_the_env_is_replaced(count_registry, backend):
+    ids = ["test:Count-v0-hard", "test:Faulty-v0", "test:Count-v0-hard"]
+    with gem.make_vec(ids, backend=backend, on_error="reset", step_timeout=1.0, seed=1) as envs:
+        envs.reset()
+        obs, rewards, terminated, truncated, infos = _bounded(lambda: envs.step(["\\boxed{50}", "hang", "\\boxed{50}"]))
+        assert truncated[1] and infos[1]["error_type"] == "StepTimeout" and obs[1].startswith("Guess")
+        assert "error" not in infos[0] and "error" not in infos[2]
+        _bounded(lambda: envs.step(["\\boxed{50}"] * 3))  # the replacement env works
+    with gem.make_vec(ids, backend=backend, step_timeout=1.0) as envs:
+        envs.reset()
+        with pytest.raises(VectorEnvError, match="did not return within") as caught:
+            _bounded(lambda: envs.step(["\\boxed{50}", "hang", "\\boxed{50}"]))
+        assert caught.value.failures[1].type == "StepTimeout" and set(caught.value.results) == {0, 2}

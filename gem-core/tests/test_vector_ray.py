@@ -191,6 +191,18 @@ def test_a_dead_actor_is_replaced(make_ray_vec):
         envs.step(["\\boxed{0}", "\\boxed{0}"])
 
 
+def test_a_hung_actor_is_replaced_and_its_siblings_report_their_lost_episodes(make_ray_vec):
+    ids = ["test:Count-v0", "test:Faulty-v0", "test:Count-v0"]
+    with make_ray_vec(ids, on_error="reset", step_timeout=2.0, backend_kwargs={"num_actors": 1}) as envs:
+        envs.reset()
+        obs, rewards, _, truncated, infos = envs.step(["\\boxed{0}", "hang", "\\boxed{0}"])
+        assert "error" not in infos[0] and rewards[0] == 0.0  # answered before its sibling hung: real
+        assert truncated[1] and infos[1]["error_type"] == "StepTimeout"
+        assert np.isnan(rewards[2]) and "episode_lost" in infos[2]  # never ran: lost, no made-up reward
+        obs, rewards, _, _, infos = envs.step(["\\boxed{0}"] * 3)
+        assert "episode_lost" in infos[0] and not np.isnan(rewards[1:]).any()
+
+
 def test_ray_address_selects_the_cluster_and_import_gem_stays_light(ray_address):
     script = (
         "import sys, gem, gem.vector\n"

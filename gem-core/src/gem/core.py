@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import random
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat, TypeVar
 import numpy as np
 
 from gem import seeding
+from gem.executor import run_blocking
 
 if TYPE_CHECKING:
     from gem.registry import EnvSpec
@@ -149,12 +149,15 @@ class Env:
         raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
 
     async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Async :meth:`reset`; by default runs the sync call in a worker thread."""
-        return await asyncio.to_thread(self.reset, seed, **kwargs)
+        """Async :meth:`reset`; by default runs the sync call in a worker thread
+        (the runner's own pool, see :mod:`gem.executor`)."""
+        return await run_blocking(self.reset, seed, **kwargs)
 
     async def astep(self, action: str) -> StepResult:
-        """Async :meth:`step`; by default runs the sync call in a worker thread."""
-        return await asyncio.to_thread(self.step, action)
+        """Async :meth:`step`; by default runs the sync call in a worker thread
+        (the runner's own pool, see :mod:`gem.executor`). Envs whose step waits on I/O
+        can override it with a native coroutine."""
+        return await run_blocking(self.step, action)
 
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
@@ -243,12 +246,12 @@ class Wrapper(Env):
     async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if type(self).reset is Wrapper.reset:
             return await self.env.areset(seed=seed, **kwargs)
-        return await asyncio.to_thread(self.reset, seed, **kwargs)
+        return await run_blocking(self.reset, seed, **kwargs)
 
     async def astep(self, action: str) -> StepResult:
         if type(self).step is Wrapper.step:
             return await self.env.astep(action)
-        return await asyncio.to_thread(self.step, action)
+        return await run_blocking(self.step, action)
 
     def get_wrapper_state(self) -> dict[str, Any]:
         """This wrapper's own state (JSON-serialisable); none by default."""

@@ -43,12 +43,28 @@ class UnknownToolError(GemError, ValueError):
 
 
 class VectorEnvError(GemError, RuntimeError):
-    """A sub-env of a vector env raised; the message names its index and id."""
+    """A sub-env of a vector env raised; the message names its index and id.
 
-    def __init__(self, message: str, index: int, env_id: str | None) -> None:
+    The other envs of that call were not rolled back: ``results`` holds what each of
+    them returned (``{index: (obs, reward, terminated, truncated, info)}`` for a step),
+    ``failures`` every env that failed (``{index: Failure}``).
+    """
+
+    def __init__(self, message: str, index: int, env_id: str | None, results: dict | None = None,
+                 failures: dict | None = None) -> None:
         super().__init__(message)
         self.index = index
         self.env_id = env_id
+        self.results = results or {}
+        self.failures = failures or {}
+
+
+class StepTimeoutError(GemError, TimeoutError):
+    """An env's ``reset`` or ``step`` did not return within ``step_timeout`` seconds."""
+
+
+class EpisodeTimeoutError(GemError, TimeoutError):
+    """An episode did not finish within ``episode_timeout`` seconds."""
 
 
 class DataUnavailableError(GemError, RuntimeError):

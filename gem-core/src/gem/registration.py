@@ -87,6 +87,7 @@ def make_vec(
     *,
     num_envs: int | None = None,
     on_error: str = "raise",
+    step_timeout: float | None = None,
     backend_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> VectorEnv:
@@ -97,8 +98,12 @@ def make_vec(
     reference package), ``"process"`` or ``"ray"`` (extra ``gem-core[ray]``).
     ``vec_kwargs[i]`` holds kwargs for env ``i`` only; ``kwargs`` go to every env. The
     first ``reset()`` seeds env ``i`` with ``seed + i``, unless ``vec_kwargs[i]`` gives it
-    a ``seed`` of its own (the reference's way), whose stream it then keeps. ``on_error="reset"`` turns a
-    sub-env's exception into a truncated step with ``info["error"]``. ``backend_kwargs``
+    a ``seed`` of its own (the reference's way), whose stream it then keeps.
+    ``on_error="reset"`` turns a sub-env's exception into a truncated step with
+    ``info["error"]``. ``step_timeout`` (seconds) bounds each sub-env's reset and step: one
+    that overruns is replaced by a fresh env and fails like a raising one (process and ray
+    kill the hung worker; a hung thread cannot be killed and runs on in the background).
+    ``backend_kwargs``
     go to the backend (``num_workers``, ``context`` for ``process``; ``max_workers`` for
     ``thread``; ``address``, ``num_actors`` for ``ray``).
 
@@ -132,5 +137,5 @@ def make_vec(
     ]
     return make_vector_env(
         backend, env_fns, env_ids=env_ids, seed=first_seeds, autoreset_mode=autoreset_mode, on_error=on_error,
-        **(backend_kwargs or {}),
+        step_timeout=step_timeout, **(backend_kwargs or {}),
     )

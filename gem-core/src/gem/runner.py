@@ -12,6 +12,8 @@ and evaluation both collect experience through :func:`run_episodes`.
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -19,6 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gem.core import Env
+from gem.errors import EpisodeTimeoutError, StepTimeoutError, VectorEnvError
+from gem.executor import ThreadPool
+from gem.vector.base import Call
+from gem.vector.slot import Failure
 
 Policy = Callable[[Any], Awaitable[str] | str]
 
@@ -64,21 +70,27 @@ class Trajectory:
         return len(self.turns)
 
 
-def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
-    from gem.registration import make
+def _wrapped(base: Callable[[], Env], wrappers: Any, tokenizer: Any) -> Env:
     from gem.wrappers import apply_wrappers
 
+    return apply_wrappers(base(), wrappers, tokenizer=tokenizer)
+
+
+def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
+    # partials, not lambdas: with processes=N the factory may have to be pickled
+    from gem.registration import make
+
     if isinstance(env, str):
-        base: Callable[[], Env] = lambda: make(env)  # noqa: E731
+        base: Callable[[], Env] = functools.partial(make, env)
     elif isinstance(env, Env):
-        base = lambda: env.spawn()  # noqa: E731
+        base = env.spawn
     elif callable(env):
         base = env
     else:
         raise TypeError(f"env must be an id, an Env or a factory, got {type(env).__name__}")
     if not wrappers:
         return base
-    return lambda: apply_wrappers(base(), wrappers, tokenizer=tokenizer)
+    return functools.partial(_wrapped, base, wrappers, tokenizer)
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,9 @@ class EpisodeContext:
     env_id: str | None
 
 
-def _as_async(policy: Any) -> Callable[[Any, EpisodeContext], Awaitable[str]]:
+def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awaitable[Any]]:
+    """``policy`` as ``await call(observation, context_factory)``; the context is built only
+    for policies that take one (it is on every step's path)."""
     fn = getattr(policy, "act", policy)
     if not callable(fn):
         raise TypeError("policy must be an async function act(observation) -> str or have an .act method")
@@ -100,13 +114,122 @@ def _as_async(policy: Any) -> Callable[[Any, EpisodeContext], Awaitable[str]]:
     except (TypeError, ValueError):  # builtins without a signature
         wants_context = False
 
-    async def call(observation: Any, context: EpisodeContext) -> str:
-        result = fn(observation, context=context) if wants_context else fn(observation)
+    async def call(observation: Any, context: Callable[[], EpisodeContext]) -> Any:
+        result = fn(observation, context=context()) if wants_context else fn(observation)
         if inspect.isawaitable(result):
             return await result
         return result
 
     return call
+
+
+class _ProcessEnvs:
+    """The envs of a run with ``processes=N``: ``slots`` envs spread over N worker
+    processes. Each worker is a one-worker
+    :class:`~gem.vector.process.ProcessVectorEnv` (autoreset off) with its own
+    dispatcher: the calls pending for it run as one batch while the next one gathers,
+    and workers never wait for each other."""
+
+    def __init__(self, make_env: Callable[[], Env], slots: int, processes: int, step_timeout: float | None,
+                 pool: ThreadPool) -> None:
+        workers = max(1, min(processes, slots))
+        self.workers: list[_ProcessWorker] = []
+        try:
+            for w in range(workers):
+                self.workers.append(_ProcessWorker(make_env, len(range(w, slots, workers)), step_timeout, pool))
+        except BaseException:
+            self.close()
+            raise
+        self.env_id = self.workers[0].vec.call("env_id", indices=[0])[0]
+        # slots taken in turn from each worker, so that a run with fewer episodes still uses them all
+        self.free = collections.deque(
+            (worker, i) for i in range(max(w.vec.num_envs for w in self.workers)) for worker in self.workers
+            if i < worker.vec.num_envs)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+class _ProcessWorker:
+    """One worker process of :class:`_ProcessEnvs` and the dispatcher that feeds it."""
+
+    def __init__(self, make_env: Callable[[], Env], slots: int, step_timeout: float | None, pool: ThreadPool) -> None:
+        from gem.vector.process import ProcessVectorEnv
+
+        self.vec = ProcessVectorEnv([make_env] * slots, num_workers=1, seed=None, autoreset_mode="disabled",
+                                    step_timeout=step_timeout)
+        self._pool = pool
+        self._pending: list[tuple[Call, asyncio.Future]] = []
+        self._wake = asyncio.Event()
+        self._dispatcher = asyncio.ensure_future(self._dispatch())
+
+    async def call(self, index: int, method: str, args: tuple) -> Any:
+        entry = ((index, method, args, {}), asyncio.get_running_loop().create_future())
+        self._pending.append(entry)
+        self._wake.set()
+        try:
+            return await entry[1]
+        except asyncio.CancelledError:
+            # not sent yet: withdraw it. Sent: it finishes in its batch before this env's next call
+            # runs (batches run one after another), so the env can be reused either way
+            if entry in self._pending:
+                self._pending.remove(entry)
+            raise
+
+    async def _dispatch(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            try:
+                results = await self._pool.run(self.vec._execute, [call for call, _ in batch])
+            except Exception as exc:  # the vector env itself broke: every caller hears of it
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), result in zip(batch, results):
+                if future.done():
+                    continue
+                if not isinstance(result, Failure):
+                    future.set_result(result)
+                elif result.type == "StepTimeout":
+                    future.set_exception(StepTimeoutError(result.describe()))
+                else:
+                    future.set_exception(VectorEnvError(f"{result.describe()}\n{result.traceback}", result.index,
+                                                        result.env_id))
+
+    def close(self) -> None:
+        self._dispatcher.cancel()
+        self.vec.close()
+
+
+class _ProcessEnv:
+    """One slot of :class:`_ProcessEnvs`, with the async half of the Env API the runner uses."""
+
+    def __init__(self, envs: _ProcessEnvs) -> None:
+        self.worker, self.index = envs.free.popleft()
+        self.env_id = envs.env_id
+
+    async def areset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+        return await self.worker.call(self.index, "reset", (seed, {}))
+
+    async def astep(self, action: str) -> Any:
+        return await self.worker.call(self.index, "step", (action,))
+
+    def close(self) -> None:
+        """The slot's env closes with the others, in :meth:`_ProcessEnvs.close`."""
+
+
+class _Episode:
+    """What one running episode holds that its timeout must know about."""
+
+    __slots__ = ("env", "env_busy")
+
+    def __init__(self) -> None:
+        self.env: Env | None = None
+        self.env_busy = False  # inside reset/step: after a timeout the env cannot be reused
 
 
 async def run_episodes(
@@ -121,6 +244,10 @@ async def run_episodes(
     tokenizer: Any = None,
     on_error: str = "raise",
     on_trajectory: Callable[[Trajectory], Any] | None = None,
+    step_timeout: float | None = None,
+    episode_timeout: float | None = None,
+    threads: int | None = None,
+    processes: int | None = None,
 ) -> list[Trajectory]:
     """Play episodes concurrently; returns one :class:`Trajectory` per episode, in order.
 
@@ -129,7 +256,22 @@ async def run_episodes(
     episodes); ``max_turns`` truncates longer episodes; ``wrappers`` (names, applied in
     order) get ``tokenizer`` when they need one (``concat_chat``). With ``on_error="record"`` an
     episode whose env or policy raises is kept with ``trajectory.error`` set and the
-    other episodes go on; ``"raise"`` re-raises the first error.
+    other episodes go on; ``"raise"`` cancels the other episodes and re-raises the first error.
+
+    Envs without a native ``astep`` step in a thread pool that this call owns, with
+    ``threads`` threads (default: ``concurrency``, so every episode can be inside a
+    blocking step at once); see :mod:`gem.executor`. For CPU-bound envs, ``processes=N``
+    keeps ``concurrency`` envs in N worker processes instead (the process vector env's
+    workers: a worker that dies or hangs past ``step_timeout`` is restarted, and the
+    episodes it held end with an error); ``env`` must then be an id or a picklable factory
+    when the process start method is not ``fork``.
+
+    ``step_timeout`` bounds each env ``reset``/``step`` and ``episode_timeout`` a whole
+    episode (policy time included), in seconds. An episode that overruns ends with
+    ``error`` ``"StepTimeoutError: ..."`` / ``"EpisodeTimeoutError: ..."`` (raised with
+    ``on_error="raise"``). An env caught inside a call that overran is dropped and a fresh
+    one is built for later episodes; a thread stuck in a sync ``step`` cannot be killed,
+    so it runs on in the background (a daemon thread) and the pool starts another.
 
     A policy whose signature has a ``context`` parameter, ``act(observation, context)``,
     also gets an :class:`EpisodeContext` (episode index, seed, turn), e.g. to keep
@@ -143,62 +285,108 @@ async def run_episodes(
         raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0 seconds, got {value}")
     make_env = _env_factory(env, wrappers, tokenizer)
     act = _as_async(policy)
-    pool: asyncio.Queue[Env] = asyncio.Queue()
+    idle: list[Env] = []  # envs between episodes, reused by the next one
     created: list[Env] = []
+    abandoned: set[int] = set()  # ids of envs left inside a call that overran
     semaphore = asyncio.Semaphore(concurrency)
+    pool = ThreadPool(threads or concurrency)
+    remote: _ProcessEnvs | None = None
+    if processes is not None:
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        remote = _ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
+        make_env = functools.partial(_ProcessEnv, remote)
 
-    async def get_env() -> Env:
-        if pool.empty() and len(created) < concurrency:
-            new = await asyncio.to_thread(make_env)
-            created.append(new)
-            return new
-        return await pool.get()
+    async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        state.env_busy = True
+        try:
+            if step_timeout is None or remote is not None:  # worker processes enforce their own timeout
+                return await fn(*args)
+            return await asyncio.wait_for(fn(*args), step_timeout)
+        except asyncio.TimeoutError:
+            raise StepTimeoutError(f"env {fn.__name__.lstrip('a')} did not return within {step_timeout} s") from None
+        finally:
+            state.env_busy = False
+
+    async def play(index: int, seed: int | None, traj: Trajectory, state: _Episode) -> None:
+        if idle:
+            state.env = idle.pop()
+        else:
+            state.env_busy = True  # a constructor that hangs is as stuck as a step that hangs
+            state.env = await pool.run(make_env)
+            state.env_busy = False
+            created.append(state.env)
+        env_ = state.env
+        traj.env_id = getattr(env_, "env_id", None)
+        obs, traj.initial_info = await env_call(state, env_.areset, seed)
+        while max_turns is None or len(traj.turns) < max_turns:
+            t0 = time.perf_counter()
+            action = await act(obs, lambda: EpisodeContext(index, seed, len(traj.turns), traj.env_id))
+            policy_info: dict[str, Any] = {}
+            if isinstance(action, tuple):
+                action, policy_info = action
+            t1 = time.perf_counter()
+            next_obs, reward, terminated, truncated, info = await env_call(state, env_.astep, action)
+            t2 = time.perf_counter()
+            if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
+                truncated = True
+            traj.turns.append(Turn(obs, action, float(reward), bool(terminated), bool(truncated), info,
+                                   t1 - t0, t2 - t1, policy_info))
+            obs = next_obs
+            if terminated or truncated:
+                break
+        traj.final_observation = obs
 
     async def episode(index: int, seed: int | None) -> Trajectory:
         async with semaphore:
             traj = Trajectory(None, seed, index)
+            state = _Episode()
             start = time.perf_counter()
-            env_: Env | None = None
             try:
-                env_ = await get_env()
-                traj.env_id = getattr(env_, "env_id", None)
-                obs, traj.initial_info = await env_.areset(seed=seed)
-                while max_turns is None or len(traj.turns) < max_turns:
-                    t0 = time.perf_counter()
-                    action = await act(obs, EpisodeContext(index, seed, len(traj.turns), traj.env_id))
-                    policy_info: dict[str, Any] = {}
-                    if isinstance(action, tuple):
-                        action, policy_info = action
-                    t1 = time.perf_counter()
-                    next_obs, reward, terminated, truncated, info = await env_.astep(action)
-                    t2 = time.perf_counter()
-                    if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
-                        truncated = True
-                    traj.turns.append(Turn(obs, action, float(reward), bool(terminated), bool(truncated), info,
-                                           t1 - t0, t2 - t1, policy_info))
-                    obs = next_obs
-                    if terminated or truncated:
-                        break
-                traj.final_observation = obs
+                if episode_timeout is None:
+                    await play(index, seed, traj, state)
+                else:
+                    try:
+                        await asyncio.wait_for(play(index, seed, traj, state), episode_timeout)
+                    except StepTimeoutError:
+                        raise
+                    except asyncio.TimeoutError:
+                        raise EpisodeTimeoutError(f"episode did not finish within {episode_timeout} s") from None
             except Exception as exc:
                 if on_error == "raise":
                     raise
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                if env_ is not None:
-                    pool.put_nowait(env_)
+                if state.env_busy and not isinstance(state.env, _ProcessEnv):  # stuck in a call: never reuse it
+                    pool.abandon()
+                    if state.env is not None:
+                        abandoned.add(id(state.env))
+                elif state.env is not None:
+                    idle.append(state.env)
             if on_trajectory is not None:
                 on_trajectory(traj)
             return traj
 
+    with pool.installed():  # tasks copy the context they are created in
+        tasks = [asyncio.ensure_future(episode(i, s)) for i, s in enumerate(seed_list)]
     try:
-        return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
+        return list(await asyncio.gather(*tasks))
     finally:
+        for task in tasks:  # after an error (on_error="raise") the other episodes stop too
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        pool.close()
+        if remote is not None:
+            remote.close()
         for made in created:
-            made.close()
+            if id(made) not in abandoned:
+                made.close()
 
 
 def run(env: str | Env | Callable[[], Env], policy: Any, num_episodes: int | None = None, **kwargs: Any

@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--system-prompt-file", help="read the system message from this file")
     r = p.add_argument_group("running")
     r.add_argument("--concurrency", type=int, default=16, help="episodes in flight at once")
+    r.add_argument("--step-timeout", type=float, metavar="SECONDS",
+                   help="an env reset or step that takes longer ends its episode (a failure, error_kind timeout)")
+    r.add_argument("--episode-timeout", type=float, metavar="SECONDS",
+                   help="an episode that takes longer, model time included, ends as a failure")
     r.add_argument("--max-retries", type=int, default=5, help="retries of a failed request (connection, 429, 5xx)")
     r.add_argument("--retry-backoff", type=float, default=0.5, help="first retry delay in seconds; doubles each time")
     r.add_argument("--request-timeout", type=float, default=120.0, help="seconds before a request is retried")
@@ -102,7 +106,8 @@ def main(argv: list[str]) -> int:
         episodes=args.episodes, samples=args.samples, seed=args.seed,
         temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, system_prompt=system_prompt,
         wrappers=args.wrappers, max_turns=args.max_turns, env_kwargs=args.env_kwargs,
-        concurrency=args.concurrency, output=args.output, overwrite=args.overwrite,
+        concurrency=args.concurrency, step_timeout=args.step_timeout, episode_timeout=args.episode_timeout,
+        output=args.output, overwrite=args.overwrite,
         max_retries=args.max_retries, retry_backoff=args.retry_backoff, request_timeout=args.request_timeout,
         max_model_len=args.max_model_len, progress=not args.no_progress,
     )

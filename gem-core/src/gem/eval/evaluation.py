@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gem.core import Env
-from gem.errors import GemError
+from gem.errors import EpisodeTimeoutError, GemError, StepTimeoutError
 from gem.eval.metrics import markdown_table, summarize
 from gem.eval.models import ChatModel, Sampling, make_model, parse_model_spec
 from gem.eval.policy import ChatPolicy, EpisodeLog
@@ -58,6 +58,10 @@ class EvalConfig:
     max_turns: int | None = None
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 16
+    # seconds an env reset/step, and a whole episode (model time included), may take; an
+    # episode that overruns is recorded as a failure with error_kind "timeout"
+    step_timeout: float | None = None
+    episode_timeout: float | None = None
     # None: gem-eval/<model>
     output: str | Path | None = None
     overwrite: bool = False
@@ -127,7 +131,10 @@ def _last_text(observation: Any) -> Any:
 
 def episode_record(key: EpisodeKey, seed: int, traj: Trajectory, log: EpisodeLog, model: str) -> dict[str, Any]:
     """The JSONL line of one finished episode."""
-    error_kind = log.error_kind or ("env" if traj.error is not None else None)
+    error_kind = log.error_kind
+    if error_kind is None and traj.error is not None:
+        timed_out = traj.error.startswith((StepTimeoutError.__name__, EpisodeTimeoutError.__name__))
+        error_kind = "timeout" if timed_out else "env"
     return {
         "env_id": key.env_id,
         "episode": key.episode,
@@ -249,7 +256,8 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
             try:
                 policy.plan([key for key, _ in plan])
                 await run_episodes(make_env, policy, seeds=[seed for _, seed in plan], concurrency=config.concurrency,
-                                   max_turns=config.max_turns, on_error="record", on_trajectory=on_trajectory)
+                                   max_turns=config.max_turns, on_error="record", on_trajectory=on_trajectory,
+                                   step_timeout=config.step_timeout, episode_timeout=config.episode_timeout)
             finally:
                 bar.close()
             if policy.fatal is not None:

@@ -3,8 +3,9 @@
 - :class:`CountEnv`: guess a hidden number in ``\\boxed{}``; trivial to step.
 - :class:`BusyEnv`: each step burns ``work`` iterations of pure-Python arithmetic,
   a stand-in for CPU-bound envs (puzzle generation, grading).
-- :class:`FaultyEnv`: raises on the action ``"raise"`` and kills its own process on
-  ``"die"``, to test error handling of vector backends.
+- :class:`FaultyEnv`: raises on the action ``"raise"``, kills its own process on
+  ``"die"``, hangs on ``"hang"``, optionally fails its resets, to test the error
+  handling of vector backends and the runner.
 - :class:`SlowEnv`: sleeps ``delay`` seconds per step, a stand-in for I/O-bound envs.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 from typing import Any
 
@@ -83,11 +85,28 @@ class SlowEnv(CountEnv):
 
 
 class FaultyEnv(CountEnv):
-    """Raises ``RuntimeError`` on ``"raise"``; kills its own process on ``"die"``."""
+    """Raises ``RuntimeError`` on ``"raise"``; kills its own process on ``"die"``; blocks
+    for an hour on ``"hang"``. With ``fail_unseeded_resets=True`` every ``reset()``
+    without a seed raises (as a level generator that gives up on some seeds), so the
+    autoreset after an episode fails. ``FaultyEnv.hung.set()`` releases hung steps (in
+    this process)."""
+
+    hung = threading.Event()
+
+    def __init__(self, high: int = 10, max_turns: int = 4, fail_unseeded_resets: bool = False) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.fail_unseeded_resets = fail_unseeded_resets
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        if seed is None and self.fail_unseeded_resets:
+            raise RuntimeError("FaultyEnv could not build an episode")
+        return super().reset(seed, **kwargs)
 
     def step(self, action: str) -> StepResult:
         if action == "raise":
             raise RuntimeError("FaultyEnv was asked to raise")
         if action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
+        if action == "hang":
+            FaultyEnv.hung.wait(3600)
         return super().step(action)

@@ -11,7 +11,7 @@ import numpy as np
 
 from gem.core import Env
 from gem.errors import VectorEnvError
-from gem.vector.slot import ON_ERROR, AutoresetMode, Failure
+from gem.vector.slot import ON_ERROR, AutoresetMode, Failure, failure_info
 
 Call = tuple[int, str, tuple, dict]  # (env index, method, args, kwargs)
 
@@ -34,6 +34,7 @@ class VectorEnv(ABC):
         seed: int | Sequence[int | None] | None = 0,
         autoreset_mode: str | AutoresetMode = "same_step",
         on_error: str = "raise",
+        step_timeout: float | None = None,
     ) -> None:
         if not env_fns:
             raise ValueError("a vector env needs at least one env")
@@ -46,7 +47,11 @@ class VectorEnv(ABC):
             raise ValueError(f"autoreset_mode must be one of {modes}, got {autoreset_mode!r}") from None
         self.num_envs = len(env_fns)
         self.env_ids = list(env_ids) if env_ids is not None else [None] * self.num_envs
+        if step_timeout is not None and step_timeout <= 0:
+            raise ValueError(f"step_timeout must be > 0 seconds, got {step_timeout}")
         self.on_error = on_error
+        #: seconds one env's reset/step/call may take; an env that overruns is replaced
+        self.step_timeout = step_timeout
         self._base_seed = seed
         self._closed = False
         #: backends whose envs live elsewhere (workers, actors): env index -> why its state was lost
@@ -163,30 +168,53 @@ class VectorEnv(ABC):
         return f"<{type(self).__name__} {self.num_envs} envs, backend={self.backend}>"
 
     # -- helpers --------------------------------------------------------------------------
-    def _after_loss(self, index: int, call: Call) -> Any:
-        """Answer a call to an env whose worker (process, actor) died since its last call."""
-        reason = self._lost.pop(index)
-        failure = Failure(index, self.env_ids[index], "WorkerDied", reason, "")
-        if call[1] == "reset":  # a reset is what the env needed anyway
+    def _timed_out(self, index: int, call: Call, replaced: str) -> Failure:
+        """The failure of a call that did not return within ``step_timeout``."""
+        return Failure(index, self.env_ids[index], "StepTimeout",
+                       f"{call[1]} did not return within {self.step_timeout} s; {replaced}", "")
+
+    def _failed(self, index: int, call: Call, failure: Failure) -> Any:
+        """Answer a call whose env failed outside its slot (its worker died or hung; it was
+        replaced by a fresh env): a reset runs on the fresh env; a step under
+        ``on_error="reset"`` starts a fresh episode with the failure in ``info``."""
+        if call[1] == "reset":
             return self._execute([call])[0]
         if self.on_error == "reset" and call[1] == "step":
             reset = self._execute([(index, "reset", (None, {}), {})])[0]
             if isinstance(reset, Failure):
                 return reset
             obs, info = reset
-            return obs, 0.0, False, True, {**info, "error": failure.describe(), "error_type": failure.type,
-                                            "final_obs": None, "final_info": {}}
+            return obs, 0.0, False, True, failure_info(failure, info)
         return failure
+
+    def _after_loss(self, index: int, call: Call) -> Any:
+        """Answer the first call to an env whose episode was lost with a sibling's worker
+        (process, actor) since its last call. Its state is gone, but it did nothing wrong:
+        a step under ``on_error="reset"`` is reported with ``info["episode_lost"]``, reward
+        NaN (there is none: drop it) and ``truncated``, never as an ordinary episode end."""
+        reason = self._lost.pop(index)
+        failure = Failure(index, self.env_ids[index], "EpisodeLost", reason, "")
+        if self.on_error == "reset" and call[1] == "step":
+            answer = self._failed(index, call, failure)
+            if isinstance(answer, Failure):
+                return answer
+            obs, _, terminated, truncated, info = answer
+            return obs, float("nan"), terminated, truncated, {**info, "episode_lost": reason}
+        return self._failed(index, call, failure)
 
     def _run(self, calls: Sequence[Call]) -> list[Any]:
         if self._closed:
             raise RuntimeError("this vector env is closed")
         results = self._execute(calls)
-        for result in results:
-            if isinstance(result, Failure):
-                raise VectorEnvError(
-                    f"{result.describe()}\n--- traceback of env {result.index} ---\n{result.traceback}",
-                    result.index,
-                    result.env_id,
-                )
+        failures = {c[0]: r for c, r in zip(calls, results) if isinstance(r, Failure)}
+        if failures:
+            first = next(iter(failures.values()))
+            others = "".join(f"\n{f.describe()}" for f in list(failures.values())[1:])
+            raise VectorEnvError(
+                f"{first.describe()}{others}\n--- traceback of env {first.index} ---\n{first.traceback}",
+                first.index,
+                first.env_id,
+                results={c[0]: r for c, r in zip(calls, results) if not isinstance(r, Failure)},
+                failures=failures,
+            )
         return results

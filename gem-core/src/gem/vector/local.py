@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any
 
 from gem.core import Env
+from gem.executor import ThreadPool
 from gem.vector.base import Call, VectorEnv
 from gem.vector.slot import Failure, Slot
 
@@ -28,7 +30,12 @@ def run_call(slot: Slot, call: Call) -> Any:
 
 
 class SyncVectorEnv(VectorEnv):
-    """Steps the envs one after another in the caller's thread."""
+    """Steps the envs one after another in the caller's thread.
+
+    With ``step_timeout`` the calls run one after another in a helper thread instead,
+    so that the caller can stop waiting for one that hangs (a thread cannot be killed:
+    the hung call goes on in the background, its env is dropped and a fresh one takes
+    its place)."""
 
     backend = "sync"
 
@@ -37,38 +44,80 @@ class SyncVectorEnv(VectorEnv):
         self.slots = [
             Slot(i, fn, self.env_ids[i], self.autoreset_mode, self.on_error) for i, fn in enumerate(env_fns)
         ]
+        self._pool: ThreadPool | None = None
 
     @property
     def envs(self) -> list[Env]:
         """The sub-envs themselves (the reference package exposes them too)."""
         return [s.env for s in self.slots]
 
+    def _threads(self) -> int:
+        return 1
+
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
-        return [run_call(self.slots[c[0]], c) for c in calls]
+        if self.step_timeout is None and (self._threads() == 1 or len(calls) == 1):
+            return [run_call(self.slots[c[0]], c) for c in calls]
+        if self._pool is None:
+            self._pool = ThreadPool(self._threads(), name=f"gem-vector-{self.backend}")
+        if self.step_timeout is None:
+            futures = [self._pool.submit(run_call, self.slots[c[0]], c) for c in calls]
+            return [f.result() for f in futures]
+        started: dict[int, float] = {}  # a call's clock starts when a thread takes it, not while it queues
+
+        def timed(slot: Slot, call: Call) -> Any:
+            started[call[0]] = time.monotonic()
+            return run_call(slot, call)
+
+        waiting = {self._pool.submit(timed, self.slots[c[0]], c): c for c in calls}
+        results: dict[int, Any] = {}
+        while waiting:
+            running = [started[c[0]] for c in waiting.values() if c[0] in started]
+            timeout = max(0.0, min(running) + self.step_timeout - time.monotonic()) if running else 0.05
+            done, _ = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[waiting.pop(future)[0]] = future.result()
+            now = time.monotonic()
+            for future, call in list(waiting.items()):
+                if call[0] in started and now - started[call[0]] >= self.step_timeout:
+                    del waiting[future]
+                    results[call[0]] = self._hung(call)
+        return [results[c[0]] for c in calls]
+
+    def _hung(self, call: Call) -> Any:
+        """A call that overran ``step_timeout``: its thread is abandoned (it runs on until the
+        call returns, if ever), and a fresh env takes the slot."""
+        index = call[0]
+        self._pool.abandon()
+        old = self.slots[index]
+        try:
+            self.slots[index] = Slot(index, old.env_fn, old.env_id, self.autoreset_mode, self.on_error)
+            self.slots[index].needs_reset = True
+        except Exception as exc:
+            return Failure.from_exc(index, old.env_id, exc)
+        failure = self._timed_out(index, call, "its thread was abandoned and the env replaced by a fresh one")
+        return self._failed(index, call, failure)
 
     def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         for slot in self.slots:
             slot.env.close()
 
 
 class ThreadVectorEnv(SyncVectorEnv):
-    """Steps the envs concurrently in a thread pool (for I/O-bound envs: tools, APIs)."""
+    """Steps the envs concurrently in a thread pool (for I/O-bound envs: tools, APIs).
+
+    ``max_workers`` threads (default: one per env, at most 64). A call that overruns
+    ``step_timeout`` is given up on as in :class:`SyncVectorEnv`, without holding back
+    the other envs of the batch."""
 
     backend = "thread"
 
     def __init__(
         self, env_fns: Sequence[Callable[[], Env]], max_workers: int | None = None, **kwargs: Any
     ) -> None:
+        self._max_workers = max_workers or min(64, len(env_fns))
         super().__init__(env_fns, **kwargs)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers or min(64, len(env_fns)),
-                                        thread_name_prefix="gem-vector")
 
-    def _execute(self, calls: Sequence[Call]) -> list[Any]:
-        if len(calls) == 1:
-            return [run_call(self.slots[calls[0][0]], calls[0])]
-        futures = [self._pool.submit(run_call, self.slots[c[0]], c) for c in calls]
-        return [f.result() for f in futures]
-
-    def _close(self) -> None:
-        self._pool.shutdown(wait=True)
-        super()._close()
+    def _threads(self) -> int:
+        return self._max_workers

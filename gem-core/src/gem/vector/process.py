@@ -2,9 +2,12 @@
 
 Envs are spread over ``num_workers`` processes (default: one per CPU, at most one per
 env), started with ``fork`` while the caller has one thread, else ``forkserver``
-(``backend_kwargs={"context": ...}`` chooses). A worker that dies is restarted with
-fresh envs; the envs it held report the death on their next call (raised, or in
-``info`` with ``on_error="reset"``).
+(``backend_kwargs={"context": ...}`` chooses). A worker answers each call as soon as
+it is done, so when it dies (or hangs past ``step_timeout`` and is killed) only the
+call it was running fails; calls it answered before keep their real results. It is
+restarted with fresh envs; its other envs lost their episodes and say so on their next
+call (raised, or with ``on_error="reset"`` as a truncated step with reward NaN and
+``info["episode_lost"]``, never as an ordinary episode end).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from gem.core import Env
@@ -22,6 +26,20 @@ from gem.vector.local import run_call
 from gem.vector.slot import AutoresetMode, Failure, Slot
 
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
+
+
+def _poll(conn: Connection) -> bool:
+    try:
+        return conn.poll(0)
+    except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
+        return False
+
+
+def _recv(conn: Connection) -> tuple[str, Any] | None:
+    try:
+        return conn.recv()
+    except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
+        return None
 
 
 def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
@@ -41,7 +59,8 @@ def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
                     slot.env.close()
                 conn.send(("closed", None))
                 return
-            conn.send(("results", [run_call(slots[c[0]], c) for c in payload]))
+            for call in payload:  # one message per call: a death or a hang costs only the calls not yet answered
+                conn.send(("result", run_call(slots[call[0]], call)))
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
 
@@ -101,6 +120,9 @@ class ProcessVectorEnv(VectorEnv):
     ) -> None:
         super().__init__(env_fns, **kwargs)
         self._context = context
+        # chosen once: a restarted worker must rebuild its envs the way the first one did (a
+        # factory that only fork can carry, a registry filled in this process)
+        self._method = self._start_method()
         workers = max(1, min(num_workers or os.cpu_count() or 1, self.num_envs))
         chunks = [list(range(self.num_envs))[w::workers] for w in range(workers)]
         self._workers: list[_Worker] = []
@@ -122,7 +144,7 @@ class ProcessVectorEnv(VectorEnv):
         return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
 
     def _start(self, slot_args: list[SlotArgs]) -> _Worker:
-        method = self._start_method()
+        method = self._method
         worker = _Worker(mp.get_context(method), slot_args)
         kind, payload = worker.recv()
         if kind != "ready":
@@ -149,38 +171,71 @@ class ProcessVectorEnv(VectorEnv):
 
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         results: dict[int, Any] = {}
-        pending: dict[int, Call] = {}
+        by_worker: dict[int, list[Call]] = {}
         for call in calls:
             index = call[0]
             if index in self._lost:
                 results[index] = self._after_loss(index, call)
             else:
-                pending[index] = call
-        by_worker: dict[int, list[Call]] = {}
-        for index, call in pending.items():
-            by_worker.setdefault(id(self._owner[index]), []).append(call)
-        sent = []
+                by_worker.setdefault(id(self._owner[index]), []).append(call)
+        waiting: dict[_Worker, list[Call]] = {}  # calls not yet answered, in the order the worker runs them
         for worker in list(self._workers):
             batch = by_worker.get(id(worker))
             if batch:
                 try:
                     worker.conn.send(("exec", batch))
                 except (BrokenPipeError, ConnectionResetError, OSError):
-                    pass  # found dead in recv below
-                sent.append((worker, batch))
-        for worker, batch in sent:
-            kind, payload = worker.recv()
-            if kind == "results":
-                for call, result in zip(batch, payload):
-                    results[call[0]] = result
-                continue
-            reason = f"its worker process died (exit code {payload}) and was restarted with a fresh env"
-            self._start(worker.slot_args)
-            for i in worker.indices:
-                self._lost[i] = reason
-            for call in batch:
-                results[call[0]] = self._after_loss(call[0], call)
+                    pass  # found dead below
+                waiting[worker] = list(batch)
+        now = time.monotonic()
+        deadlines = {worker: now + self.step_timeout for worker in waiting} if self.step_timeout else {}
+        while waiting:
+            timeout = max(0.0, min(deadlines[w] for w in waiting) - time.monotonic()) if deadlines else None
+            ready = set(wait([w.conn for w in waiting] + [w.process.sentinel for w in waiting], timeout))
+            for worker in list(waiting):
+                pending = waiting[worker]
+                if worker.conn in ready or worker.process.sentinel in ready:
+                    while pending and _poll(worker.conn):
+                        answer = _recv(worker.conn)
+                        if answer is None:
+                            break
+                        results[pending.pop(0)[0]] = answer[1]
+                        if deadlines:
+                            deadlines[worker] = time.monotonic() + self.step_timeout
+                    if pending and not worker.process.is_alive():
+                        worker.process.join()
+                        reason = f"its worker process died (exit code {worker.process.exitcode})"
+                        self._lose_worker(worker, pending, results, reason)
+                        pending.clear()
+                    if not pending:
+                        del waiting[worker]
+                        continue
+                if deadlines and time.monotonic() >= deadlines[worker]:
+                    worker.process.kill()
+                    worker.process.join()
+                    self._lose_worker(worker, pending, results, None)
+                    del waiting[worker]
         return [results[c[0]] for c in calls]
+
+    def _lose_worker(self, worker: _Worker, pending: list[Call], results: dict[int, Any], reason: str | None) -> None:
+        """A worker died (``reason``) or hung (``None``) while running ``pending[0]``: start a
+        fresh one; that call fails, and every other env of the worker lost its episode."""
+        culprit = pending[0]
+        if reason is None:
+            failure = self._timed_out(culprit[0], culprit, "its worker process was killed and restarted")
+            reason = f"env {culprit[0]} of its worker process hung and the worker was restarted"
+        else:
+            failure = Failure(culprit[0], self.env_ids[culprit[0]], "WorkerDied",
+                              f"{reason}; it was restarted with a fresh env", "")
+            reason = f"{reason} while env {culprit[0]} ran; it was restarted"
+        worker.conn.close()
+        self._start(worker.slot_args)
+        for i in worker.indices:
+            if i != culprit[0]:
+                self._lost[i] = reason
+        results[culprit[0]] = self._failed(culprit[0], culprit, failure)
+        for call in pending[1:]:
+            results[call[0]] = self._after_loss(call[0], call)
 
     def _close(self) -> None:
         for worker in getattr(self, "_workers", []):

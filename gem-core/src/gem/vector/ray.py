@@ -9,8 +9,9 @@ The cluster is the one this process is already connected to (``ray.init`` was ca
 else ``address`` (``backend_kwargs={"address": "head-host:6379"}``), else the
 ``RAY_ADDRESS`` environment variable, else a new local Ray instance; ``init_kwargs`` go
 to ``ray.init``. An actor that dies (its process killed, its node lost) is replaced by a
-new actor with fresh envs; the envs it held report the death on their next call (raised,
-or in ``info`` with ``on_error="reset"``), as the process backend's dead worker does.
+new actor with fresh envs, as is one that hangs past ``step_timeout``; the call it was
+running fails and the other envs it held report their lost episodes on their next call,
+as the process backend's dead worker does.
 
 >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 64, backend="ray",  # doctest: +SKIP
 ...                     backend_kwargs={"address": "head-host:6379"})
@@ -18,6 +19,7 @@ or in ``info`` with ``on_error="reset"``), as the process backend's dead worker 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -124,26 +126,57 @@ class RayVectorEnv(VectorEnv):
 
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         results: dict[int, Any] = {}
-        batches: dict[int, list[Call]] = {}
+        # one task per call: an actor runs them in order, so each answer comes as soon as it is ready,
+        # and a death or hang costs only the calls not yet answered
+        waiting: dict[int, list[tuple[Call, Any]]] = {}
         for call in calls:
             if call[0] in self._lost:
                 results[call[0]] = self._after_loss(call[0], call)
             else:
-                batches.setdefault(self._owner[call[0]], []).append(call)
-        refs = {position: self._actors[position].handle.execute.remote(batch) for position, batch in batches.items()}
-        for position, ref in refs.items():
-            batch = batches[position]
-            try:
-                answers = ray.get(ref)
-            except RayActorError as exc:
-                self._replace(position)
-                reason = f"its Ray actor died ({type(exc).__name__}) and was replaced with a fresh env"
-                self._lost.update((i, reason) for i in self._actors[position].indices)
-                answers = [self._after_loss(call[0], call) for call in batch]
-            results.update((call[0], answer) for call, answer in zip(batch, answers))
+                position = self._owner[call[0]]
+                waiting.setdefault(position, []).append((call, self._actors[position].handle.execute.remote([call])))
+        deadlines = {p: time.monotonic() + self.step_timeout for p in waiting} if self.step_timeout else {}
+        while waiting:
+            heads = {pending[0][1]: position for position, pending in waiting.items()}
+            timeout = max(0.0, min(deadlines.values()) - time.monotonic()) if deadlines else None
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=timeout)
+            for ref in ready:
+                position = heads[ref]
+                call, _ = waiting[position].pop(0)
+                try:
+                    results[call[0]] = ray.get(ref)[0]
+                    if deadlines:
+                        deadlines[position] = time.monotonic() + self.step_timeout
+                except RayActorError as exc:
+                    self._lose_actor(position, [(call, ref), *waiting[position]], results,
+                                     f"its Ray actor died ({type(exc).__name__})")
+                    waiting[position] = []
+                if not waiting[position]:
+                    del waiting[position]
+                    deadlines.pop(position, None)
+            now = time.monotonic()
+            for position in [p for p, d in deadlines.items() if now >= d]:
+                self._lose_actor(position, waiting.pop(position), results, None)
+                del deadlines[position]
         return [results[c[0]] for c in calls]
 
-    # an env whose actor died answers its next call as one whose worker process died
+    def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
+                    reason: str | None) -> None:
+        """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
+        that call fails, and every other env of the actor lost its episode."""
+        culprit = pending[0][0]
+        if reason is None:
+            failure = self._timed_out(culprit[0], culprit, "its Ray actor was killed and replaced")
+            reason = f"env {culprit[0]} of its Ray actor hung and the actor was replaced"
+        else:
+            failure = Failure(culprit[0], self.env_ids[culprit[0]], "WorkerDied",
+                              f"{reason} and was replaced with a fresh env", "")
+            reason = f"{reason} while env {culprit[0]} ran; it was replaced"
+        self._replace(position)
+        self._lost.update((i, reason) for i in self._actors[position].indices if i != culprit[0])
+        results[culprit[0]] = self._failed(culprit[0], culprit, failure)
+        for call, _ in pending[1:]:
+            results[call[0]] = self._after_loss(call[0], call)
 
     def _replace(self, position: int) -> None:
         """Start a new actor with fresh envs in place of a dead one."""

@@ -52,6 +52,11 @@ class Failure:
         return f"env {self.index} ({self.env_id}) raised {self.type}: {self.message}"
 
 
+def failure_info(failure: Failure, info: dict[str, Any]) -> dict[str, Any]:
+    """The ``info`` of a step that failed and started a fresh episode (``on_error="reset"``)."""
+    return {**info, "error": failure.describe(), "error_type": failure.type, "final_obs": None, "final_info": {}}
+
+
 class Slot:
     """Owns one env; applies autoreset and ``on_error`` around its reset and step."""
 
@@ -73,10 +78,41 @@ class Slot:
 
     def reset(self, seed: int | None = None, kwargs: dict[str, Any] | None = None) -> tuple[Any, dict]:
         self.needs_reset = False
-        return self.env.reset(seed=seed, **(kwargs or {}))
+        if self.on_error != "reset":
+            return self.env.reset(seed=seed, **(kwargs or {}))
+        return self._reset_or_report(seed, kwargs)
+
+    def _reset_or_report(self, seed: int | None = None, kwargs: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """A reset that never raises (``on_error="reset"``): a failing reset is tried once more
+        on a freshly built env; if that fails too, the observation is empty, ``info`` says
+        why, and the env's next step resets it again."""
+        try:
+            return self.env.reset(seed=seed, **(kwargs or {}))
+        except Exception as first:
+            failure = Failure.from_exc(self.index, self.env_id, first)
+        try:
+            self.replace()
+            obs, info = self.env.reset(seed=seed, **(kwargs or {}))
+            self.needs_reset = False
+            return obs, {**info, "reset_error": failure.describe()}
+        except Exception as second:
+            self.needs_reset = True
+            failure = Failure.from_exc(self.index, self.env_id, second)
+            return "", {"reset_error": failure.describe(), "error_type": failure.type}
+
+    def replace(self) -> None:
+        """Build a fresh env in place of this one (closing the old one where it lets us); its
+        next step starts an episode, as after ``next_step`` autoreset."""
+        old, self.env = self.env, None
+        try:
+            old.close()
+        except Exception:  # a broken env may fail to close; it is dropped either way
+            pass
+        self.env = self.env_fn()
+        self.needs_reset = True
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        if self.needs_reset:  # next_step mode: this step only starts the next episode
+        if self.needs_reset:  # next_step mode, or a reset that failed: this step only starts the next episode
             obs, info = self.reset()
             return obs, 0.0, False, False, info
         try:
@@ -89,7 +125,7 @@ class Slot:
         if terminated or truncated:
             if self.autoreset_mode is AutoresetMode.SAME_STEP:
                 final_obs, final_info = obs, info
-                obs, info = self.env.reset()
+                obs, info = self.reset()
                 info = {**info, "final_obs": final_obs, "final_info": final_info}
             elif self.autoreset_mode is AutoresetMode.NEXT_STEP:
                 self.needs_reset = True
@@ -98,9 +134,7 @@ class Slot:
     def recover(self, failure: Failure) -> tuple[Any, float, bool, bool, dict]:
         """After a failure: start a fresh episode and report the failure in info."""
         obs, info = self.reset()
-        info = {**info, "error": failure.describe(), "error_type": failure.type, "final_obs": None,
-                "final_info": {}}
-        return obs, 0.0, False, True, info
+        return obs, 0.0, False, True, failure_info(failure, info)
 
     def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
         if name == "reset":

@@ -1,0 +1,174 @@
+"""Where the blocking calls of async code run.
+
+An env without a native ``astep`` is stepped by running its ``step`` in a thread. The
+event loop's default executor has ``min(32, cores + 4)`` threads (6 on a 2-core machine),
+so 64 "concurrent" episodes whose step blocks would run 6 at a time. The runner
+therefore owns a :class:`ThreadPool` sized to its concurrency and installs it for the
+episodes it runs; :func:`run_blocking` (what ``Env.astep``/``areset`` call by default)
+uses the installed pool, and falls back to :func:`asyncio.to_thread` outside a runner.
+
+>>> async def main():  # doctest: +SKIP
+...     with ThreadPool(64) as pool, pool.installed():
+...         return await run_blocking(time.sleep, 0.01)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_installed: contextvars.ContextVar[ThreadPool | None] = contextvars.ContextVar("gem_thread_pool", default=None)
+
+
+class ThreadPool:
+    """Up to ``threads`` daemon threads for the blocking calls of one run, started as
+    calls arrive (a call never waits while fewer than ``threads`` calls are running).
+
+    A call that never returns cannot be stopped (Python cannot kill a thread):
+    :meth:`abandon` gives up on one, and the pool may start one more thread so that a
+    stuck call costs a thread, never the run's concurrency. The threads are daemons, so
+    a stuck one does not keep the interpreter from exiting.
+    """
+
+    def __init__(self, threads: int, name: str = "gem-runner") -> None:
+        if threads < 1:
+            raise ValueError(f"a thread pool needs at least one thread, got {threads}")
+        self.threads = threads
+        self.name = name
+        self.abandoned = 0
+        self._queue: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = 0
+        self._outstanding = 0  # calls queued or running
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._done: collections.deque[tuple[asyncio.Future, bool, Any]] = collections.deque()
+        self._wake_pending = False
+        self._threads: list[threading.Thread] = []
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` in this pool (with the caller's context variables)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None and not self._loop.is_closed():
+                raise RuntimeError("a ThreadPool serves one event loop")
+            self._loop = loop
+        future = loop.create_future()
+        self._put(future, fn, args, kwargs)
+        return await future
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        """Run ``fn(*args, **kwargs)`` in this pool; for callers without an event loop."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._put(future, fn, args, kwargs)
+        return future
+
+    def _put(self, future: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
+        if self._closed:
+            raise RuntimeError("this thread pool is closed")
+        with self._lock:
+            self._outstanding += 1
+        self._queue.put((future, contextvars.copy_context(), fn, args, kwargs))
+        self._grow()
+
+    def _grow(self) -> None:
+        """Start a thread if a call is waiting for one and the pool is below its size."""
+        with self._lock:
+            start = self._outstanding > self._started and self._started < self.threads + self.abandoned
+            if start:
+                self._started += 1
+        if start:
+            thread = threading.Thread(target=self._work, name=f"{self.name}-{self._started}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, context, fn, args, kwargs = item
+            try:
+                outcome = (future, True, context.run(fn, *args, **kwargs))
+            except BaseException as exc:  # handed to the waiting caller, which re-raises it
+                outcome = (future, False, exc)
+            with self._lock:
+                self._outstanding -= 1
+            if isinstance(future, concurrent.futures.Future):
+                _settle(*outcome)
+                continue
+            self._done.append(outcome)
+            # one wake-up of the loop for all results that finish while it is busy
+            if not self._wake_pending:
+                self._wake_pending = True
+                try:
+                    self._loop.call_soon_threadsafe(self._deliver)
+                except RuntimeError:  # the loop is closed: nobody is waiting any more
+                    pass
+
+    def _deliver(self) -> None:
+        self._wake_pending = False  # before draining: a result appended after this schedules another call
+        while self._done:
+            _settle(*self._done.popleft())
+
+    def abandon(self) -> None:
+        """Give up on a call stuck in one of the pool's threads (see the class docstring)."""
+        with self._lock:
+            self.abandoned += 1
+        self._grow()  # calls queued behind the stuck one get a thread now
+
+    @contextmanager
+    def installed(self) -> Iterator[ThreadPool]:
+        """Make :func:`run_blocking` use this pool in this context (and tasks started in it)."""
+        token = _installed.set(self)
+        try:
+            yield self
+        finally:
+            _installed.reset(token)
+
+    def close(self, wait: float = 1.0) -> None:
+        """End the threads once their current call returns, waiting at most ``wait`` seconds
+        for them (idle ones end at once; a stuck one is left to run on, a daemon)."""
+        if not self._closed:
+            self._closed = True
+            for _ in range(self._started):
+                self._queue.put(None)
+            deadline = time.monotonic() + wait
+            for thread in self._threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> ThreadPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _settle(future: asyncio.Future | concurrent.futures.Future, ok: bool, value: Any) -> None:
+    if future.done():  # a cancelled wait (a timeout) leaves nobody to tell
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def current_pool() -> ThreadPool | None:
+    """The pool installed in this context, if any."""
+    return _installed.get()
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call off the event loop: in the installed :class:`ThreadPool`, else
+    in the loop's default executor (:func:`asyncio.to_thread`)."""
+    pool = _installed.get()
+    if pool is None:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    return await pool.run(fn, *args, **kwargs)
