@@ -34,7 +34,11 @@ def canonical_text(answer: str) -> str:
 
 
 def _parse(answer: str) -> list:
-    return parse(f"${answer}$", extraction_config=_EXTRACTION, parsing_timeout=None)
+    # "first_match": the answer's own (rightmost, highest-priority) match is parsed or the
+    # parse fails. math-verify's default tries the next matches when one fails, so an
+    # answer whose LaTeX parse hits the recursion limit (``7+1+1+...``, 989 ones) fell back
+    # to a fragment of it (the number 7) and was graded as that
+    return parse(f"${answer}$", extraction_config=_EXTRACTION, parsing_timeout=None, extraction_mode="first_match")
 
 
 def is_equivalent(answer: str, reference: str) -> bool:
