@@ -69,3 +69,10 @@ def sympy_equivalent(answer: str, reference: str) -> bool:
         return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
     except Exception:  # any failure to parse or compare means "not shown equal"
         return False
+
+
+def warm_up() -> None:
+    """Run one comparison of each kind, so that math-verify's lazy set-up (the LaTeX
+    parser, sympy's caches) is done; the grading pool's fork server calls it once."""
+    for answer, reference in (("1", "1.0"), (r"\frac{1}{2}", "0.5"), ("x=2", "2"), (r"\{1,2\}", "(1, 2)")):
+        sympy_equivalent(answer, reference)
