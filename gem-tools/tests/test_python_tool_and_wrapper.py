@@ -135,18 +135,21 @@ def test_wrapper_gem_semantics(python_tool):
     a, b = env.unwrapped.a, env.unwrapped.b
 
     obs, reward, terminated, truncated, info = env.step(f"<python>print({a} + {b})</python>")
-    assert obs == f"Code execution result: {a + b}\n\n" and reward == pytest.approx(0.3)
+    assert obs == f"Code execution result: {a + b}\n\n" and reward == 0.0
+    assert info["tool_reward_pending"] == pytest.approx(0.3)  # paid with a correct answer
     assert not terminated and not truncated and env.unwrapped.steps == 0  # the env was not stepped
     assert info["use_tool"] and info["tool_type"] == "python_code" and info["tool_success"]
     assert info["tool_use_counter"] == 1 and info["tool_success_counter"] == 1 and info["tool_time"] > 0
 
     obs, reward, terminated, _, info = env.step("<python>raise ValueError('bad')</python>")
-    assert reward == pytest.approx(0.05) and not terminated and obs.endswith(MAX_USES_NOTE)
+    assert reward == 0.0 and info["tool_reward_pending"] == pytest.approx(0.35)
+    assert not terminated and obs.endswith(MAX_USES_NOTE)
     assert info["tool_use_counter"] == 2 and info["tool_success_counter"] == 1
 
     # max_tool_uses reached: even a tool call now goes to the env
     obs, reward, terminated, _, info = env.step(f"<python>print(1)</python> \\boxed{{{a + b}}}")
-    assert terminated and reward == 1.0 and info["correct"] and info["use_tool"] is False
+    assert terminated and reward == pytest.approx(1.35) and info["correct"] and info["use_tool"] is False
+    assert info["tool_reward_credited"] == pytest.approx(0.35) and info["tool_reward_pending"] == 0.0
     assert env.unwrapped.steps == 1
 
     _, info = env.reset(seed=2)
@@ -182,7 +185,7 @@ class EchoTool(Tool):
 
 
 def test_wrapper_tries_the_next_tool_when_one_fails(python_tool):
-    env = ToolEnvWrapper(SumEnv(), [python_tool, EchoTool()], tool_success_reward=1.0)
+    env = ToolEnvWrapper(SumEnv(), [python_tool, EchoTool()], tool_success_reward=1.0, tool_reward_credit="immediate")
     obs, _ = env.reset(seed=0)
     assert "Available tools:" in obs and "<echo>" in obs
     obs, reward, *_, info = env.step("<python>1/0</python> <echo>hi</echo>")
@@ -233,8 +236,9 @@ def test_gem_wrapper_names_resolve(name):
     assert (env.tool_reward, env.tool_success_reward, env.max_tool_uses) == (tool_reward, success_reward, 5)
     assert env.tools[0].keep_error_last_line is last_line and env.tools[0].timeout == 5
     obs, _ = env.reset(seed=3)
-    obs, reward, *_ = env.step("<python>print(40 + 2)</python>")
-    assert obs == "Code execution result: 42\n\n" and reward == pytest.approx(tool_reward + success_reward)
+    obs, reward, *_, info = env.step("<python>print(40 + 2)</python>")
+    assert obs == "Code execution result: 42\n\n" and reward == 0.0
+    assert info["tool_reward_pending"] == pytest.approx(tool_reward + success_reward)
 
 
 def test_tools_and_search_wrappers_are_registered():

@@ -128,7 +128,8 @@ def test_gem_search_wrappers_use_search_url(server_url, monkeypatch, name, tool_
     obs, _ = env.reset(seed=0)
     assert "<search>" in obs
     obs, reward, terminated, _, info = env.step("<search>Everest</search>")
-    assert "Mount Everest" in obs and reward == pytest.approx(tool_reward) and not terminated
+    assert "Mount Everest" in obs and reward == 0.0 and not terminated
+    assert info["tool_reward_pending"] == pytest.approx(tool_reward)  # paid with a correct answer
     assert info["tool_type"] == "search" and env.max_tool_uses == 5
 
 
