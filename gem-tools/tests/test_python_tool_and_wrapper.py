@@ -15,7 +15,7 @@ from gem.wrappers import get_wrapper_fns
 from gem_tools.base import Tool, ToolCall, ToolResult
 from gem_tools.parsing import find_fenced_python, find_json_call, find_tag
 from gem_tools.python_tool import PythonCodeTool
-from gem_tools.sandbox import Limits, Sandbox
+from gem_tools.sandbox import Limits
 from gem_tools.wrapper import MAX_USES_NOTE, ToolEnvWrapper
 
 
@@ -64,24 +64,22 @@ def test_python_tool_schema_and_instruction(python_tool):
     assert "<python>" in python_tool.instruction_string()
 
 
-def track_in_flight(owner, monkeypatch) -> list[int]:
-    """Record, at each sandbox run's start, how many runs are in flight.
+def track_async_in_flight(monkeypatch) -> list[int]:
+    """Record, at each asyncio sandbox run's start, how many runs are in flight."""
+    from gem_tools import sandbox_aio
 
-    ``owner`` is a :class:`Sandbox` or the class itself (then ``args`` carry ``self``)."""
-    lock, active, seen = threading.Lock(), [0], []
-    original = owner.run_python
+    active, seen = [0], []
+    original = sandbox_aio.aexecute
 
-    def run_python(*args, **kwargs):
-        with lock:
-            active[0] += 1
-            seen.append(active[0])
+    async def aexecute(*args, **kwargs):
+        active[0] += 1
+        seen.append(active[0])
         try:
-            return original(*args, **kwargs)
+            return await original(*args, **kwargs)
         finally:
-            with lock:
-                active[0] -= 1
+            active[0] -= 1
 
-    monkeypatch.setattr(owner, "run_python", run_python)
+    monkeypatch.setattr(sandbox_aio, "aexecute", aexecute)
     return seen
 
 
@@ -119,11 +117,16 @@ def test_python_tool_unparsed_action(python_tool):
 
 @pytest.mark.asyncio
 async def test_python_tool_async_calls_overlap(python_tool, monkeypatch):
-    in_flight = track_in_flight(python_tool.sandbox, monkeypatch)
+    in_flight = track_async_in_flight(monkeypatch)
     sleepy = "<python>import time\ntime.sleep(0.5)\nprint('z')</python>"
-    results = await asyncio.gather(*[python_tool.aexecute_action(sleepy) for _ in range(4)])
+    threads = threading.active_count()
+    calls = [asyncio.ensure_future(python_tool.aexecute_action(sleepy)) for _ in range(8)]
+    await asyncio.sleep(0.2)
+    threads_while_running = threading.active_count()
+    results = await asyncio.gather(*calls)
     assert all(r.success and "z" in r.observation for r in results)
-    assert max(in_flight) >= 2  # the runs were in the sandbox at the same time
+    assert max(in_flight) == 8  # the runs were in the sandbox at the same time
+    assert threads_while_running == threads  # awaited on the loop: no thread per call
 
 
 # -- the wrapper --------------------------------------------------------------------------
@@ -211,7 +214,7 @@ async def test_wrapper_async_path_overlaps_tool_calls(python_tool, monkeypatch):
     envs = [ToolEnvWrapper(SumEnv(), [python_tool]) for _ in range(4)]
     for i, env in enumerate(envs):
         await env.areset(seed=i)
-    in_flight = track_in_flight(python_tool.sandbox, monkeypatch)
+    in_flight = track_async_in_flight(monkeypatch)
     results = await asyncio.gather(*[e.astep("<python>import time\ntime.sleep(0.5)\nprint(7)</python>") for e in envs])
     assert all(r[0] == "Code execution result: 7\n\n" and r[4]["use_tool"] for r in results)
     assert max(in_flight) >= 2
@@ -295,8 +298,7 @@ def test_wrapped_env_passes_check_env(python_tool):
 
 @pytest.mark.asyncio
 async def test_tool_calls_overlap_in_the_async_runner(monkeypatch):
-    # each wrapped env has its own tool and sandbox: watch them all through the class
-    seen = track_in_flight(Sandbox, monkeypatch)
+    seen = track_async_in_flight(monkeypatch)
 
     async def policy(observation: str) -> str:
         question = re.match(r"What is (\d+) \+ (\d+)\?", observation)

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from gem_tools.base import Tool, ToolCall, ToolResult
 from gem_tools.parsing import find_fenced_python, find_json_call, find_tag
 from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
+from gem_tools.sandbox_aio import arun_python
 
 #: names a JSON ``<tool_call>`` may use for this tool
 CALL_NAMES = {"python", "python_code", "code_interpreter"}
@@ -73,7 +74,8 @@ class PythonCodeTool(Tool):
         return self._result(result, call)
 
     async def aexecute(self, call: ToolCall) -> ToolResult:
-        result = await self.sandbox.arun_python(call.arguments.get("code", ""))
+        # awaited on the event loop: many calls in flight hold no threads
+        result = await arun_python(self.sandbox, call.arguments.get("code", ""))
         return self._result(result, call)
 
     def _result(self, result: SandboxResult, call: ToolCall) -> ToolResult:

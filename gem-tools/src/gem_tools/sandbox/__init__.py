@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, SandboxUnavailableError
+from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, Launch, SandboxUnavailableError
 from gem_tools.sandbox.layout import WORKDIR, Interpreter, interpreter, sandbox_env
 from gem_tools.sandbox.limits import Limits, MiB
 from gem_tools.sandbox.result import SandboxResult, Status
@@ -123,13 +123,24 @@ class Sandbox:
         limits: Limits | None = None,
     ) -> SandboxResult:
         """Run ``argv`` (resolved on the sandbox's ``PATH``) with ``files`` in its working dir."""
+        launch, data, lim = self.prepare(argv, stdin, files, limits)
+        return execute(launch, data, lim, self.backend.name)
+
+    def prepare(
+        self,
+        argv: Sequence[str],
+        stdin: str | bytes = "",
+        files: Mapping[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+    ) -> tuple[Launch, bytes, Limits]:
+        """The host command line of one run, its stdin and limits, ready to execute
+        (:meth:`run_command` runs it; ``gem_tools.sandbox_aio`` runs it under asyncio)."""
         if not argv:
             raise ValueError("run_command needs a non-empty argv")
         lim = limits or self.limits
         data = {_check_name(k): _bytes(v) for k, v in (files or {}).items()}
         job = Job(list(argv), data, sandbox_env(WORKDIR, self.env), lim, self.interpreter)
-        launch = self.backend.launch(job)
-        return execute(launch, _bytes(stdin), lim, self.backend.name)
+        return self.backend.launch(job), _bytes(stdin), lim
 
     async def arun_python(self, code: str, **kwargs) -> SandboxResult:
         """Async :meth:`run_python`: many can run at once without blocking the loop."""

@@ -40,6 +40,18 @@ class _Stream:
 
 def execute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> SandboxResult:
     """Run ``launch`` to completion under ``limits``; always reaps and cleans up."""
+    proc, start = spawn(launch)
+    try:
+        out, err, stopped = _pump(proc, stdin, limits, start)
+    except BaseException:
+        finish(proc, launch, _Stream(0), _Stream(0), None, start, limits, backend)
+        raise
+    return finish(proc, launch, out, err, stopped, start, limits, backend)
+
+
+def spawn(launch: Launch) -> tuple[subprocess.Popen, float]:
+    """Start ``launch``; the process and its start time. Half of :func:`execute`, shared
+    with the asyncio runner (``gem_tools.sandbox_async``), which pumps the pipes itself."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -62,11 +74,25 @@ def execute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> Sandb
     fds, launch.pass_fds = launch.pass_fds, ()
     for fd in fds:
         os.close(fd)
+    return proc, start
+
+
+def finish(
+    proc: subprocess.Popen,
+    launch: Launch,
+    out: _Stream,
+    err: _Stream,
+    stopped: str | None,
+    start: float,
+    limits: Limits,
+    backend: str,
+) -> SandboxResult:
+    """Kill what is left of a run (its leader not yet reaped), reap it, close its pipes
+    and classify it. The other half of :func:`execute`."""
     try:
-        out, err, stopped = _pump(proc, stdin, limits, start)
-    finally:
         _kill(proc, launch)
         proc.wait()
+    finally:
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 try:
