@@ -9,11 +9,11 @@ processes, supervised from outside:
   its own timeout plus a small margin. A job still running at its deadline is killed
   (SIGKILL) and scored ``"timeout"``; a worker that dies is ``"crashed"``.
 - **No head-of-line blocking.** At most ``workers`` jobs run at once, and the scheduler
-  time-slices them like a multilevel feedback queue: a job that has run longer than its
-  quantum (50 ms, doubling with the time it has used) is paused (SIGSTOP) when a job
-  that has used less is waiting, and resumed (SIGCONT) later. An honest answer (a few
-  milliseconds of work) therefore starts within a few quanta even behind dozens of
-  hostile ones, and hostile ones share what CPU is left until their deadlines.
+  serves the job that has run least (least attained service): a running job that has
+  had at least one quantum (50 ms) in its current slice is paused (SIGSTOP) when a job
+  that has used less time is waiting, and resumed (SIGCONT) later. An honest answer (a
+  few milliseconds of work) therefore starts within about a quantum even behind dozens
+  of hostile ones, and hostile ones share what CPU is left until their deadlines.
 - **Cheap replacement.** Workers are forked from a template process that imported the
   grading modules once (a fork server), so replacing a killed worker costs milliseconds,
   not the seconds of a fresh interpreter importing sympy.
@@ -52,7 +52,7 @@ DEFAULT_TIMEOUT = 5.0
 #: default address-space limit of a worker (MiB): a runaway power tower fails with
 #: MemoryError early instead of swapping the machine
 DEFAULT_MEMORY_MB = 4096
-#: the first time slice of a job (seconds); later slices double with the time it used
+#: the shortest slice (seconds) a running job gets before a job that used less replaces it
 QUANTUM = 0.05
 #: default cap on worker processes alive at once (running plus paused); jobs beyond it
 #: wait for one to finish (their deadlines still count)
@@ -247,7 +247,7 @@ class _Template:
 
 # -- the scheduler ----------------------------------------------------------------------
 class _Job:
-    __slots__ = ("payload", "submitted", "deadline", "used", "run_started", "worker", "on_done")
+    __slots__ = ("deadline", "on_done", "payload", "run_started", "submitted", "used", "worker")
 
     def __init__(self, payload: bytes, timeout: float, on_done: Callable[[Outcome], None]) -> None:
         self.payload = payload
@@ -257,9 +257,6 @@ class _Job:
         self.run_started: float | None = None  # set while running
         self.worker: _Worker | None = None
         self.on_done = on_done
-
-    def quantum(self) -> float:
-        return max(QUANTUM, self.used)
 
     def order(self) -> tuple[float, float]:
         return (self.used, self.submitted)
@@ -432,7 +429,7 @@ class GradingPool:
         candidate = self._candidate()
         if candidate is not None and len(self._running) >= self.size:
             events += [
-                j.run_started + max(j.quantum(), candidate.used - j.used) + 1e-3  # type: ignore[operator]
+                j.run_started + max(QUANTUM, candidate.used - j.used) + 1e-3  # type: ignore[operator]
                 for j in self._running
             ]
         return max(0.0, min(events) - now) if events else 3600.0
@@ -533,7 +530,7 @@ class GradingPool:
             if len(self._running) >= self.size:
                 victims = [
                     j for j in self._running
-                    if now - j.run_started >= j.quantum() and j.used + (now - j.run_started) > candidate.used  # type: ignore[operator]
+                    if now - j.run_started >= QUANTUM and j.used + (now - j.run_started) > candidate.used  # type: ignore[operator]
                 ]  # fmt: skip
                 if not victims:
                     return
