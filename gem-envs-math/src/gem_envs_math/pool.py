@@ -410,6 +410,7 @@ class GradingPool:
                 now = time.monotonic()
                 self._expire(now)
                 self._dispatch(now)
+                self._prefork()
                 ready = wait([self._wake_r, *(j.worker.conn for j in self._running + self._paused)], self._sleep(now))
                 for item in ready:
                     if item == self._wake_r:
@@ -495,7 +496,23 @@ class GradingPool:
             except (OSError, RuntimeError):
                 return None
 
+    def _prefork(self) -> None:
+        """Keep ``workers`` idle spares, so a job rarely waits for a fork (one per pass of
+        the loop, only while nothing waits, so the scheduler stays responsive)."""
+        busy = len(self._running) + len(self._paused)
+        if self._queued or len(self._idle) >= self.size or busy + len(self._idle) >= self.max_processes:
+            return
+        assert self._template is not None
+        try:
+            worker = self._template.fork()
+        except OSError:
+            return  # the template is gone: the next job that needs a worker restarts it
+        with self._lock:
+            self._idle.append(worker)
+            self._wake()  # another pass: the next spare, if one is still missing
+
     def _start(self, job: _Job, now: float) -> bool:
+        """Run ``job`` (a fresh worker, or its paused one resumed); False if no worker."""
         if job.worker is None:
             worker = self._worker()
             if worker is None:
