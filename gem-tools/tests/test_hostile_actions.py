@@ -127,3 +127,12 @@ def test_math500_with_the_python_tool_cannot_be_farmed():
     env.reset(idx=0)
     _, correct, *_ = env.step(rf"\boxed{{{reference}}}")
     assert correct == 1.0 and farmed == 0.0
+
+
+def test_search_queries_are_capped(tools):
+    from gem_tools.search.tool import MAX_QUERY_CHARS
+
+    search = tools[1]
+    call = search.parse("<search>" + "Paris capital France " * 20_000 + "</search>")
+    assert len(call.arguments["query"]) == MAX_QUERY_CHARS
+    assert search.execute(call).success

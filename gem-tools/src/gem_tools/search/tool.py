@@ -26,6 +26,11 @@ INSTRUCTION = (
 )
 
 
+#: longer queries are cut to this many characters: BM25's cost grows with the query's
+#: distinct terms, and no search needs more
+MAX_QUERY_CHARS = 1000
+
+
 def format_passages(hits: list[Hit]) -> str:
     """GEM's passage text: ``Doc i(Title: first line) rest``, one per line."""
     lines = []
@@ -97,7 +102,7 @@ class SearchTool(Tool):
         if not found:
             return None
         end, query = min(found, key=lambda item: item[0])
-        return ToolCall(self.name, {"query": query.strip()}, action[:end])
+        return ToolCall(self.name, {"query": query.strip()[:MAX_QUERY_CHARS]}, action[:end])
 
     def execute(self, call: ToolCall) -> ToolResult:
         try:
