@@ -150,12 +150,17 @@ class _ReferenceQuery(msgspec.Struct):
     return_scores: bool = False
 
 
-@pytest.fixture
-def reference_server_url():
-    """A stand-in for the reference package's retrieval server (a GPU/faiss mosec app that
-    cannot run here), speaking exactly its wire format on 127.0.0.1: a msgpack
-    ``{"query", "topk", "return_scores"}`` body, anything else HTTP 422; the reply is
-    msgpack ``{"result": [{"document": {...}, "score": ...}, ...]}`` for that one query."""
+class _BatchQuery(msgspec.Struct):
+    """Search-R1's request: a batch of queries."""
+
+    queries: list[str]
+    topk: int | None = None
+    return_scores: bool = False
+
+
+def _stand_in(request_type: type):
+    """A retrieval server on 127.0.0.1 that accepts exactly one request shape (msgpack),
+    anything else HTTP 422; yields its URL and the requests it accepted."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -166,15 +171,18 @@ def reference_server_url():
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             try:
-                request = msgspec.msgpack.decode(body, type=_ReferenceQuery)
+                request = msgspec.msgpack.decode(body, type=request_type)
             except msgspec.DecodeError:
                 self.send_response(422)
                 self.end_headers()
                 return
             seen.append(msgspec.msgpack.decode(body))
-            hits = index.search(request.query, request.topk or 10)
-            result = [{"document": h.document, "score": h.score if request.return_scores else None} for h in hits]
-            payload = msgspec.msgpack.encode({"result": result})
+            queries = request.queries if request_type is _BatchQuery else [request.query]
+            rows = [
+                [{"document": h.document, "score": h.score if request.return_scores else None} for h in hits]
+                for hits in index.batch_search(queries, request.topk or 10)
+            ]
+            payload = msgspec.msgpack.encode({"result": rows if request_type is _BatchQuery else rows[0]})
             self.send_response(200)
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
@@ -186,9 +194,26 @@ def reference_server_url():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/retrieve", seen
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/retrieve", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def reference_server_url():
+    """A stand-in for the reference package's retrieval server (a GPU/faiss mosec app that
+    cannot run here), speaking exactly its wire format: a msgpack ``{"query", "topk",
+    "return_scores"}`` body, anything else HTTP 422; the reply is msgpack ``{"result":
+    [{"document": {...}, "score": ...}, ...]}`` for that one query."""
+    yield from _stand_in(_ReferenceQuery)
+
+
+@pytest.fixture
+def batch_server_url():
+    """A server that only knows Search-R1's ``{"queries": [...]}`` (422 otherwise)."""
+    yield from _stand_in(_BatchQuery)
 
 
 async def test_search_tool_speaks_the_reference_servers_format(reference_server_url):
@@ -230,3 +255,11 @@ def test_the_batch_shape_is_refused_by_the_reference_server(reference_server_url
     with pytest.raises(httpx.HTTPStatusError):
         client.search("Moon")
     assert seen == []  # the reference server refused the batch shape
+
+
+def test_auto_falls_back_to_the_batch_shape(batch_server_url):
+    url, seen = batch_server_url
+    client = RetrievalClient(url)
+    assert client.search("capital of France", topk=1)[0].document["title"] == "Paris"
+    assert client.protocol == "batch" and seen[-1]["queries"] == ["capital of France"]
+    assert [r[0].document["title"] for r in client.batch_search(["Moon", "Tiber"], topk=1)] == ["Moon", "Rome"]
