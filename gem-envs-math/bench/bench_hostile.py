@@ -1,8 +1,8 @@
 """Grader latency of honest answers while hostile ones are in flight, in one run.
 
 A pool of ``--workers`` workers (default 2) grades honest answers (MATH-style
-comparisons that need sympy: ``\\frac{1}{2}`` vs ``0.5`` and the like) one after another
-while 0, 8 and 32 power towers (``9^{9^{9^9}}``, which never finish) are in flight, each
+comparisons that need sympy: ``\\frac{1}{2}`` vs ``0.5`` and the like), all submitted at
+once, while 0, 8 and 32 power towers (``9^{9^{9^9}}``, which never finish) are in flight, each
 with the pool's timeout. The baseline is the same honest answers with nothing else in
 flight; the table prints each latency as a ratio against it. An honest answer must be
 graded correctly, and its latency must stay far below the timeout whatever is queued.
@@ -35,13 +35,15 @@ HONEST = [
 async def measure(pool: GradingPool, hostile: int, rounds: int) -> dict:
     storm = [asyncio.ensure_future(pool.acompare(POWER_TOWER, "1")) for _ in range(hostile)]
     await asyncio.sleep(0.3)  # the hostile answers hold every worker
-    latencies, correct = [], 0
-    for _ in range(rounds):
-        for answer, reference in HONEST:
-            started = time.perf_counter()
-            verdict = await pool.acompare(answer, reference)
-            latencies.append(time.perf_counter() - started)
-            correct += verdict.correct
+
+
+    async def timed(answer: str, reference: str) -> tuple[float, bool]:
+        started = time.perf_counter()
+        verdict = await pool.acompare(answer, reference)
+        return time.perf_counter() - started, verdict.correct
+
+    honest = await asyncio.gather(*(timed(a, r) for _ in range(rounds) for a, r in HONEST))
+    latencies, correct = [t for t, _ in honest], sum(ok for _, ok in honest)
     outcomes = await asyncio.gather(*storm)
     return {
         "hostile": hostile,
