@@ -9,9 +9,10 @@ processes, supervised from outside:
   its own timeout plus a small margin. A job still running at its deadline is killed
   (SIGKILL) and scored ``"timeout"``; a worker that dies is ``"crashed"``.
 - **No head-of-line blocking.** At most ``workers`` jobs run at once, and the scheduler
-  serves the job that has run least (least attained service): a running job that has
-  had at least one quantum (50 ms) in its current slice is paused (SIGSTOP) when a job
-  that has used less time is waiting, and resumed (SIGCONT) later. An honest answer (a
+  serves the job that has run least (least attained service; among jobs not yet
+  started, the newest): a running job that has had at least one quantum (50 ms) in its
+  current slice is paused (SIGSTOP) when a job that has used less time is waiting, and
+  resumed (SIGCONT) later. An honest answer (a
   few milliseconds of work) therefore starts within about a quantum even behind dozens
   of hostile ones, and hostile ones share what CPU is left until their deadlines.
 - **Cheap replacement.** Workers are forked from a template process that imported the
@@ -259,7 +260,10 @@ class _Job:
         self.on_done = on_done
 
     def order(self) -> tuple[float, float]:
-        return (self.used, self.submitted)
+        # least time used first; among equals (jobs not yet started) the newest first:
+        # a burst of hostile answers submitted earlier does not hold back later arrivals,
+        # and under overload the oldest jobs, nearest their deadlines, are the ones lost
+        return (self.used, -self.submitted)
 
 
 class GradingPool:
@@ -436,7 +440,7 @@ class GradingPool:
         return max(0.0, min(events) - now) if events else 3600.0
 
     def _candidate(self) -> _Job | None:
-        """The waiting job to run next: least time used, then first submitted; a job never
+        """The waiting job to run next: least time used, then last submitted; a job never
         started needs a worker the process cap allows."""
         room = bool(self._idle) or len(self._running) + len(self._paused) < self.max_processes
         waiting = [j for j in self._queued + self._paused if j.worker is not None or room]
