@@ -38,7 +38,7 @@ def test_listing_candidates_does_not_answer_fanoutqa() -> None:
     listing = "right left " + " ".join(map(str, range(1000)))
     short_listing = "right left " + " ".join(map(str, range(60)))
     scored = []
-    for i, record in enumerate(env.records):
+    for i in range(len(env.records)):
         for text in (listing, short_listing):
             env.reset(idx=i)
             if env.step(_answer(text))[1] > 0:

@@ -175,6 +175,7 @@ def parts_stated(prediction: str, parts: Sequence[str | Iterable[str]]) -> list[
     """
     joined = ", ".join(g for part in parts for g in _golds(part)[:1])
     gold_tokens = sum(len(_forms(g)[0].split()) for part in parts for g in _golds(part)[:1])
-    if len(prediction) > length_limit(joined) or len(normalize_answer(prediction).split()) > 2 * gold_tokens + EXTRA_TOKENS:
+    too_long = len(prediction) > length_limit(joined)
+    if too_long or len(normalize_answer(prediction).split()) > 2 * gold_tokens + EXTRA_TOKENS:
         return [False] * len(parts)
     return [contains_answer(prediction, part) for part in parts]
