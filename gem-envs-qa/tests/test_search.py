@@ -28,10 +28,12 @@ def test_search_then_answer() -> None:
     assert "Question: Harvard - Yale Regatta" in obs and "<search>" in obs and info["tool_use_counter"] == 0
     obs, reward, terminated, truncated, info = env.step("<think>look</think> <search> Harvard Yale Regatta </search>")
     assert obs.strip().startswith("<information>Doc 1(Title: Harvard University)") and "23 years" in obs
-    assert (reward, terminated, truncated) == (0.3, False, False)  # GEM's search_tool preset
-    assert info["use_tool"] and info["tool_use_counter"] == 1
+    # GEM's search_tool preset earns 0.3 per search, paid when the answer is right
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["use_tool"] and info["tool_use_counter"] == 1 and info["tool_reward_pending"] == pytest.approx(0.3)
     obs, reward, terminated, _, info = env.step("<answer>23 years</answer>")
-    assert (obs, reward, terminated, info["correct"], info["tool_use_counter"]) == (TERMINAL_STATE, 1.0, True, True, 1)
+    assert (obs, terminated, info["correct"], info["tool_use_counter"]) == (TERMINAL_STATE, True, True, 1)
+    assert reward == pytest.approx(1.3) and info["tool_reward_credited"] == pytest.approx(0.3)
 
 
 def test_tool_budget_then_the_env_answers() -> None:
@@ -84,7 +86,8 @@ def test_spawn_shares_the_index() -> None:
     env.reset(idx=0)  # the 1998 MLB draft question: Right, Left
     env.step("<search> 1998 MLB draft </search>")
     clone = env.spawn(same_state=True)
-    assert clone.tool_use_counter == 1 and clone.step("<answer>Right, Left</answer>")[1] == 1.0
+    # the clone carries the search reward earned so far: paid with the correct answer
+    assert clone.tool_use_counter == 1 and clone.step("<answer>Right, Left</answer>")[1] == pytest.approx(1.3)
 
 
 def test_concurrent_searches_in_the_thread_backend() -> None:

@@ -103,9 +103,10 @@ def test_mcp_tool_in_the_wrapper(stdio_tool):
     assert "<tool_call>" in obs
     a, b = env.unwrapped.a, env.unwrapped.b
     obs, reward, terminated, _, info = env.step(call("add", a=a, b=b))
-    assert str(a + b) in obs and reward == pytest.approx(0.1) and not terminated and info["tool_type"] == "mcp"
+    assert str(a + b) in obs and reward == 0.0 and not terminated and info["tool_type"] == "mcp"
+    assert info["tool_reward_pending"] == pytest.approx(0.1)  # paid with a correct answer
     _, reward, terminated, *_ = env.step(f"\\boxed{{{a + b}}}")
-    assert terminated and reward == 1.0
+    assert terminated and reward == pytest.approx(1.1)
 
 
 def test_config_with_two_servers_prefixes_tool_names(tmp_path):

@@ -64,12 +64,11 @@ def test_python_tool_schema_and_instruction(python_tool):
     assert "<python>" in python_tool.instruction_string()
 
 
-def track_in_flight(owner, monkeypatch) -> list[int]:
-    """Record, at each sandbox run's start, how many runs are in flight.
-
-    ``owner`` is a :class:`Sandbox` or the class itself (then ``args`` carry ``self``)."""
+def track_async_in_flight(monkeypatch) -> list[int]:
+    """Record, at each sandbox run's start (sync or async, any :class:`Sandbox`), how many
+    runs are in flight."""
     lock, active, seen = threading.Lock(), [0], []
-    original, async_original = owner.run_python, owner.arun_python
+    original, async_original = Sandbox.run_python, Sandbox.arun_python
 
     def run_python(*args, **kwargs):
         with lock:
@@ -91,8 +90,8 @@ def track_in_flight(owner, monkeypatch) -> list[int]:
             with lock:
                 active[0] -= 1
 
-    monkeypatch.setattr(owner, "run_python", run_python)
-    monkeypatch.setattr(owner, "arun_python", arun_python)
+    monkeypatch.setattr(Sandbox, "run_python", run_python)
+    monkeypatch.setattr(Sandbox, "arun_python", arun_python)
     return seen
 
 
@@ -130,11 +129,16 @@ def test_python_tool_unparsed_action(python_tool):
 
 @pytest.mark.asyncio
 async def test_python_tool_async_calls_overlap(python_tool, monkeypatch):
-    in_flight = track_in_flight(python_tool.sandbox, monkeypatch)
+    in_flight = track_async_in_flight(monkeypatch)
     sleepy = "<python>import time\ntime.sleep(0.5)\nprint('z')</python>"
-    results = await asyncio.gather(*[python_tool.aexecute_action(sleepy) for _ in range(4)])
+    threads = threading.active_count()
+    calls = [asyncio.ensure_future(python_tool.aexecute_action(sleepy)) for _ in range(8)]
+    await asyncio.sleep(0.2)
+    threads_while_running = threading.active_count()
+    results = await asyncio.gather(*calls)
     assert all(r.success and "z" in r.observation for r in results)
-    assert max(in_flight) >= 2  # the runs were in the sandbox at the same time
+    assert max(in_flight) == 8  # the runs were in the sandbox at the same time
+    assert threads_while_running == threads  # awaited on the loop: no thread per call
 
 
 # -- the wrapper --------------------------------------------------------------------------
@@ -146,18 +150,21 @@ def test_wrapper_gem_semantics(python_tool):
     a, b = env.unwrapped.a, env.unwrapped.b
 
     obs, reward, terminated, truncated, info = env.step(f"<python>print({a} + {b})</python>")
-    assert obs == f"Code execution result: {a + b}\n\n" and reward == pytest.approx(0.3)
+    assert obs == f"Code execution result: {a + b}\n\n" and reward == 0.0
+    assert info["tool_reward_pending"] == pytest.approx(0.3)  # paid with a correct answer
     assert not terminated and not truncated and env.unwrapped.steps == 0  # the env was not stepped
     assert info["use_tool"] and info["tool_type"] == "python_code" and info["tool_success"]
     assert info["tool_use_counter"] == 1 and info["tool_success_counter"] == 1 and info["tool_time"] > 0
 
     obs, reward, terminated, _, info = env.step("<python>raise ValueError('bad')</python>")
-    assert reward == pytest.approx(0.05) and not terminated and obs.endswith(MAX_USES_NOTE)
+    assert reward == 0.0 and info["tool_reward_pending"] == pytest.approx(0.35)
+    assert not terminated and obs.endswith(MAX_USES_NOTE)
     assert info["tool_use_counter"] == 2 and info["tool_success_counter"] == 1
 
     # max_tool_uses reached: even a tool call now goes to the env
     obs, reward, terminated, _, info = env.step(f"<python>print(1)</python> \\boxed{{{a + b}}}")
-    assert terminated and reward == 1.0 and info["correct"] and info["use_tool"] is False
+    assert terminated and reward == pytest.approx(1.35) and info["correct"] and info["use_tool"] is False
+    assert info["tool_reward_credited"] == pytest.approx(0.35) and info["tool_reward_pending"] == 0.0
     assert env.unwrapped.steps == 1
 
     _, info = env.reset(seed=2)
@@ -193,7 +200,7 @@ class EchoTool(Tool):
 
 
 def test_wrapper_tries_the_next_tool_when_one_fails(python_tool):
-    env = ToolEnvWrapper(SumEnv(), [python_tool, EchoTool()], tool_success_reward=1.0)
+    env = ToolEnvWrapper(SumEnv(), [python_tool, EchoTool()], tool_success_reward=1.0, tool_reward_credit="immediate")
     obs, _ = env.reset(seed=0)
     assert "Available tools:" in obs and "<echo>" in obs
     obs, reward, *_, info = env.step("<python>1/0</python> <echo>hi</echo>")
@@ -219,7 +226,7 @@ async def test_wrapper_async_path_overlaps_tool_calls(python_tool, monkeypatch):
     envs = [ToolEnvWrapper(SumEnv(), [python_tool]) for _ in range(4)]
     for i, env in enumerate(envs):
         await env.areset(seed=i)
-    in_flight = track_in_flight(python_tool.sandbox, monkeypatch)
+    in_flight = track_async_in_flight(monkeypatch)
     results = await asyncio.gather(*[e.astep("<python>import time\ntime.sleep(0.5)\nprint(7)</python>") for e in envs])
     assert all(r[0] == "Code execution result: 7\n\n" and r[4]["use_tool"] for r in results)
     assert max(in_flight) >= 2
@@ -244,8 +251,9 @@ def test_gem_wrapper_names_resolve(name):
     assert (env.tool_reward, env.tool_success_reward, env.max_tool_uses) == (tool_reward, success_reward, 5)
     assert env.tools[0].keep_error_last_line is last_line and env.tools[0].timeout == 5
     obs, _ = env.reset(seed=3)
-    obs, reward, *_ = env.step("<python>print(40 + 2)</python>")
-    assert obs == "Code execution result: 42\n\n" and reward == pytest.approx(tool_reward + success_reward)
+    obs, reward, *_, info = env.step("<python>print(40 + 2)</python>")
+    assert obs == "Code execution result: 42\n\n" and reward == 0.0
+    assert info["tool_reward_pending"] == pytest.approx(tool_reward + success_reward)
 
 
 def test_tools_and_search_wrappers_are_registered():
@@ -302,8 +310,7 @@ def test_wrapped_env_passes_check_env(python_tool):
 
 @pytest.mark.asyncio
 async def test_tool_calls_overlap_in_the_async_runner(monkeypatch):
-    # each wrapped env has its own tool and sandbox: watch them all through the class
-    seen = track_in_flight(Sandbox, monkeypatch)
+    seen = track_async_in_flight(monkeypatch)
 
     async def policy(observation: str) -> str:
         question = re.match(r"What is (\d+) \+ (\d+)\?", observation)

@@ -128,7 +128,8 @@ def test_gem_search_wrappers_use_search_url(server_url, monkeypatch, name, tool_
     obs, _ = env.reset(seed=0)
     assert "<search>" in obs
     obs, reward, terminated, _, info = env.step("<search>Everest</search>")
-    assert "Mount Everest" in obs and reward == pytest.approx(tool_reward) and not terminated
+    assert "Mount Everest" in obs and reward == 0.0 and not terminated
+    assert info["tool_reward_pending"] == pytest.approx(tool_reward)  # paid with a correct answer
     assert info["tool_type"] == "search" and env.max_tool_uses == 5
 
 
@@ -139,3 +140,126 @@ def test_gem_search_wrapper_without_a_source_says_what_to_set(monkeypatch):
     (fn,) = get_wrapper_fns("search_tool")
     with pytest.raises(ValueError, match="SEARCH_URL"):
         fn(SumEnv())
+
+
+class _ReferenceQuery(msgspec.Struct):
+    """The request the reference's retrieval server validates (its ``QueryRequest``)."""
+
+    query: str
+    topk: int | None = None
+    return_scores: bool = False
+
+
+class _BatchQuery(msgspec.Struct):
+    """Search-R1's request: a batch of queries."""
+
+    queries: list[str]
+    topk: int | None = None
+    return_scores: bool = False
+
+
+def _stand_in(request_type: type):
+    """A retrieval server on 127.0.0.1 that accepts exactly one request shape (msgpack),
+    anything else HTTP 422; yields its URL and the requests it accepted."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    index = BM25Index(PASSAGES)
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            try:
+                request = msgspec.msgpack.decode(body, type=request_type)
+            except msgspec.DecodeError:
+                self.send_response(422)
+                self.end_headers()
+                return
+            seen.append(msgspec.msgpack.decode(body))
+            queries = request.queries if request_type is _BatchQuery else [request.query]
+            rows = [
+                [{"document": h.document, "score": h.score if request.return_scores else None} for h in hits]
+                for hits in index.batch_search(queries, request.topk or 10)
+            ]
+            payload = msgspec.msgpack.encode({"result": rows if request_type is _BatchQuery else rows[0]})
+            self.send_response(200)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/retrieve", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def reference_server_url():
+    """A stand-in for the reference package's retrieval server (a GPU/faiss mosec app that
+    cannot run here), speaking exactly its wire format: a msgpack ``{"query", "topk",
+    "return_scores"}`` body, anything else HTTP 422; the reply is msgpack ``{"result":
+    [{"document": {...}, "score": ...}, ...]}`` for that one query."""
+    yield from _stand_in(_ReferenceQuery)
+
+
+@pytest.fixture
+def batch_server_url():
+    """A server that only knows Search-R1's ``{"queries": [...]}`` (422 otherwise)."""
+    yield from _stand_in(_BatchQuery)
+
+
+async def test_search_tool_speaks_the_reference_servers_format(reference_server_url):
+    url, seen = reference_server_url
+    tool = SearchTool(1, url, 2, 5)  # the reference's positional signature
+    assert (tool.topk, tool.timeout) == (2, 5)
+    result = tool.execute_action("<search>highest mountain</search>")
+    assert result.success and result.observation.startswith("\n\n<information>Doc 1(Title: Mount Everest)")
+    assert seen[-1] == {"query": "highest mountain", "topk": 2, "return_scores": True}
+    result = await tool.aexecute_action("<search>natural satellite</search>")
+    assert result.success and "Title: Moon" in result.observation
+    rows = RetrievalClient(url).batch_search(["Tiber", "France"], topk=1)
+    assert [r[0].document["title"] for r in rows] == ["Rome", "Paris"]
+
+
+def test_search_tool_reads_search_url_like_the_reference(reference_server_url, monkeypatch):
+    url, _ = reference_server_url
+    monkeypatch.setenv("SEARCH_URL", url)
+    assert SearchTool(topk=1).execute_action("<search>Python language</search>").success
+
+
+@pytest.mark.parametrize("protocol", ["auto", "batch"])
+def test_our_server_accepts_both_request_shapes(server_url, protocol):
+    client = RetrievalClient(server_url, protocol=protocol)
+    assert [r[0].document["title"] for r in client.batch_search(["Moon", "Tiber"], topk=1)] == ["Moon", "Rome"]
+    single = msgspec.msgpack.encode({"query": "Everest", "topk": 1, "return_scores": True})
+    import httpx
+
+    (item,) = msgspec.msgpack.decode(httpx.post(server_url, content=single).content)["result"]
+    assert item["document"]["title"] == "Mount Everest"
+
+
+def test_the_batch_shape_is_refused_by_the_reference_server(reference_server_url):
+    # what our client used to send: the reference's server answers 422
+    url, seen = reference_server_url
+    client = RetrievalClient(url, protocol="batch")
+    import httpx
+
+    with pytest.raises(httpx.HTTPStatusError):
+        client.search("Moon")
+    assert seen == []  # the reference server refused the batch shape
+
+
+def test_auto_falls_back_to_the_batch_shape(batch_server_url):
+    url, seen = batch_server_url
+    client = RetrievalClient(url)
+    assert client.search("capital of France", topk=1)[0].document["title"] == "Paris"
+    assert client.protocol == "batch" and seen[-1]["queries"] == ["capital of France"]
+    assert [r[0].document["title"] for r in client.batch_search(["Moon", "Tiber"], topk=1)] == ["Moon", "Rome"]

@@ -8,7 +8,7 @@ from typing import Any
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem_envs_math import sources
-from gem_envs_math.grading import grade
+from gem_envs_math.grading import Grade, agrade, grade
 
 #: the format-error reward ``use_format_error_reward=True`` selects (the reference's)
 FORMAT_ERROR_REWARD = -0.1
@@ -115,10 +115,19 @@ class MathEnv(DatasetEnv):
 
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:
+        reference = self._reference()
+        return self._outcome(grade(_text(action), reference, timeout=self.grade_timeout), reference)
+
+    async def astep(self, action: str) -> StepResult:
+        """:meth:`step` for asyncio code: the grade is awaited on the pool, no thread is held."""
+        reference = self._reference()
+        return self._outcome(await agrade(_text(action), reference, timeout=self.grade_timeout), reference)
+
+    def _reference(self) -> str | list:
         reference = self.answer
-        if not isinstance(reference, (str, list)):
-            reference = str(reference)
-        result = grade(action if isinstance(action, str) else str(action), reference, timeout=self.grade_timeout)
+        return reference if isinstance(reference, (str, list)) else str(reference)
+
+    def _outcome(self, result: Grade, reference: str | list) -> StepResult:
         if result.correct:
             reward = 1.0
         elif result.format_error:
@@ -137,3 +146,7 @@ class MathEnv(DatasetEnv):
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(0, 100)}}}"
+
+
+def _text(action: object) -> str:
+    return action if isinstance(action, str) else str(action)

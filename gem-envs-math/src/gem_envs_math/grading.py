@@ -1,8 +1,10 @@
 """Grade a model's response against a reference answer.
 
-The final answer is extracted in the caller (a linear scan, see :mod:`.extract`); the
-comparison runs in the supervised worker pool (see :mod:`.pool`), so a grade always
-returns within its timeout and is safe from any thread or event loop.
+The final answer is extracted in the caller (a linear scan, see :mod:`.extract`), and an
+answer that equals the reference as text (:func:`~.verify.canonical_text`, a few linear
+regex passes over at most :data:`MAX_ANSWER_CHARS` characters) is accepted in the caller
+too; every other comparison runs in the supervised worker pool (see :mod:`.pool`), so a
+grade always returns within its timeout and is safe from any thread or event loop.
 
 >>> grade(r"... so the answer is $\\boxed{\\frac{3}{4}}$.", "0.75").correct
 True
@@ -13,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gem_envs_math.extract import extract_final_answer
-from gem_envs_math.pool import GradingPool, shared_pool
+from gem_envs_math.pool import GradingPool, Verdict, shared_pool
+from gem_envs_math.verify import canonical_text
 
 #: longer extracted answers are scored wrong without parsing: no reference answer in
 #: these datasets comes close, and parsing cost grows with length
@@ -46,6 +49,22 @@ def _precheck(response: str) -> tuple[str | None, Grade | None]:
     return answer, None
 
 
+def _references(reference: str | list[str]) -> list[str]:
+    return [reference] if isinstance(reference, str) else [str(r) for r in reference]
+
+
+def _textually_equal(answer: str, references: list[str]) -> bool:
+    text = canonical_text(answer)
+    return any(text == canonical_text(ref) for ref in references if len(ref) <= MAX_ANSWER_CHARS)
+
+
+def _combine(answer: str, verdicts: list[Verdict]) -> Grade:
+    if any(v.correct for v in verdicts):
+        return Grade(True, answer, "graded")
+    failed = [v.status for v in verdicts if v.status != "graded"]
+    return Grade(False, answer, failed[-1] if failed else "graded")
+
+
 def grade(
     response: str, reference: str | list[str], *, timeout: float | None = None, pool: GradingPool | None = None
 ) -> Grade:
@@ -58,22 +77,33 @@ def grade(
     answer, early = _precheck(response)
     if early is not None:
         return early
+    references = _references(reference)
+    if _textually_equal(answer, references):
+        return Grade(True, answer, "graded")
     pool = pool or shared_pool()
-    references = [reference] if isinstance(reference, str) else list(reference)
-    status = "graded"
+    verdicts = []
     for ref in references:
-        verdict = pool.compare(answer, str(ref), timeout)
-        if verdict.correct:
-            return Grade(True, answer, "graded")
-        if verdict.status != "graded":
-            status = verdict.status
-    return Grade(False, answer, status)
+        verdicts.append(pool.compare(answer, ref, timeout))
+        if verdicts[-1].correct:
+            break
+    return _combine(answer, verdicts)
 
 
 async def agrade(
     response: str, reference: str | list[str], *, timeout: float | None = None, pool: GradingPool | None = None
 ) -> Grade:
-    """:func:`grade` for asyncio code (runs in a thread; the event loop never blocks)."""
-    import asyncio
-
-    return await asyncio.to_thread(grade, response, reference, timeout=timeout, pool=pool)
+    """:func:`grade` for asyncio code: the comparisons are awaited on the pool (no thread
+    is held per answer, and the event loop never blocks)."""
+    answer, early = _precheck(response)
+    if early is not None:
+        return early
+    references = _references(reference)
+    if _textually_equal(answer, references):
+        return Grade(True, answer, "graded")
+    pool = pool or shared_pool()
+    verdicts = []
+    for ref in references:
+        verdicts.append(await pool.acompare(answer, ref, timeout))
+        if verdicts[-1].correct:
+            break
+    return _combine(answer, verdicts)

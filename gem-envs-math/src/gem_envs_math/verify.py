@@ -34,7 +34,11 @@ def canonical_text(answer: str) -> str:
 
 
 def _parse(answer: str) -> list:
-    return parse(f"${answer}$", extraction_config=_EXTRACTION, parsing_timeout=None)
+    # "first_match": the answer's own (rightmost, highest-priority) match is parsed or the
+    # parse fails. math-verify's default tries the next matches when one fails, so an
+    # answer whose LaTeX parse hits the recursion limit (``7+1+1+...``, 989 ones) fell back
+    # to a fragment of it (the number 7) and was graded as that
+    return parse(f"${answer}$", extraction_config=_EXTRACTION, parsing_timeout=None, extraction_mode="first_match")
 
 
 def is_equivalent(answer: str, reference: str) -> bool:
@@ -65,3 +69,30 @@ def sympy_equivalent(answer: str, reference: str) -> bool:
         return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
     except Exception:  # any failure to parse or compare means "not shown equal"
         return False
+
+
+#: one comparison of each kind math-verify handles (numbers, roots, polynomials, sets,
+#: intervals, matrices, percentages, equations, units, text): see :func:`warm_up`
+_WARM_UP = (
+    ("1", "1.0"),
+    (r"\frac{1}{2}", "0.5"),
+    (r"2\sqrt{2}", r"\sqrt{8}"),
+    ("(x+1)^2", "x^2+2x+1"),
+    (r"\{3, 2, 1\}", r"\{1,2,3\}"),
+    ("[1,2)", "[1, 2)"),
+    (r"\begin{pmatrix}1\\2\end{pmatrix}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}"),
+    ("50\\%", "0.5"),
+    ("x=2", "2"),
+    (r"10^\circ", "10"),
+    (r"\text{(C)}", "C"),
+    (r"(3, \pi/2)", r"\left( 3, \frac{\pi}{2} \right)"),
+)
+
+
+def warm_up() -> None:
+    """Run one comparison of each kind, so that math-verify's and sympy's lazy set-up
+    (parser tables, caches, the first use of each sympy module) is done. The grading
+    pool's fork server calls it once; every worker forked from it starts warm (cold, the
+    first root, polynomial or set comparison in a process costs 0.1-0.8 s)."""
+    for answer, reference in _WARM_UP:
+        sympy_equivalent(answer, reference)

@@ -9,7 +9,7 @@ from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem.parsing import answer_tag, last_boxed
 from gem_envs_qa import sources
-from gem_envs_qa.metrics import contains_answer, exact_match, f1_score
+from gem_envs_qa.metrics import exact_match, f1_score, parts_stated
 
 #: the reference package's QA prompt, kept word for word so that models trained on it see
 #: the same text: reason in <think>, answer in <answer>
@@ -43,8 +43,10 @@ class QaEnv(DatasetEnv):
     matches any gold alias after SQuAD normalisation, else 0.0; a response with no answer
     earns ``format_error_reward`` (0.0, as in the reference; GEM's generic convention is
     -0.1). Questions with a multi-part answer (FanOutQA) are correct when every part is
-    stated. ``info`` holds ``correct``, ``f1`` (token-level, best alias),
-    ``extracted_answer``, ``format_error`` and ``reference_answer``.
+    stated, in an answer not much longer than the parts (listing candidates scores 0;
+    see :func:`~gem_envs_qa.metrics.parts_stated`). ``info`` holds ``correct``, ``f1``
+    (token-level, best alias), ``extracted_answer``, ``format_error`` and
+    ``reference_answer``.
 
     Where the questions come from (first match wins): ``dataset`` (a sequence of dicts),
     ``source`` (a packaged dataset name, see :data:`gem_envs_qa.sources.PACKAGED`, or a
@@ -116,7 +118,7 @@ class QaEnv(DatasetEnv):
             return TERMINAL_STATE, self.format_error_reward, True, True, info
         parts = record.get("answer_parts")
         if parts:
-            found = [contains_answer(extracted, part) for part in parts]
+            found = parts_stated(extracted, parts)
             correct = all(found)
             info["part_recall"] = sum(found) / len(found)
         else:

@@ -86,6 +86,7 @@ class PythonCodeTool(Tool):
         return self._result(result, call)
 
     async def aexecute(self, call: ToolCall) -> ToolResult:
+        # awaited on the event loop: many calls in flight hold no threads
         result = await self.sandbox.arun_python(call.arguments.get("code", ""))
         return self._result(result, call)
 

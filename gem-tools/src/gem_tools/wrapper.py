@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from gem.core import Env, StepResult, Wrapper
 from gem_tools.base import Tool, ToolCall, ToolResult
 
 MAX_USES_NOTE = "\n\nReached the maximum number of tool use. Please output final answer directly."
+
+#: when a tool call's ``tool_reward``/``tool_success_reward`` is paid
+RewardCredit = Literal["on_correct", "immediate"]
 
 
 class ToolEnvWrapper(Wrapper):
@@ -22,12 +25,26 @@ class ToolEnvWrapper(Wrapper):
     ``tool_execute_error_reward`` (negative, exclusive of the other two) a failed call
     earns that instead.
 
+    When the earned tool reward is paid is ``tool_reward_credit``:
+
+    - ``"on_correct"`` (default): tool steps return 0 and the episode's positive tool
+      rewards are added to the reward of the step that ends the episode, only if the
+      answer was right (``info["correct"]``, or a positive reward where the env sets no
+      ``correct``). So junk or failed calls followed by a wrong answer (or no answer)
+      earn nothing, and a correct answer always out-scores them. Penalties
+      (``tool_execute_error_reward``) are paid at once.
+    - ``"immediate"``: the reference's shaping, each tool step returns its reward. It
+      can be farmed: five junk calls at the ``search_tool`` preset's 0.3 and a wrong
+      answer return 1.5, more than a correct answer without tools.
+
     The tools belong to the caller (one tool may serve many envs): ``close`` closes the
     env, not the tools.
 
     ``info`` carries ``tool_use_counter``, ``tool_success_counter`` and, on tool steps,
     ``use_tool``, ``tool_type``, ``parsed_action``, ``tool_success`` and ``tool_time``
-    (seconds); ``tool_time_total`` sums the episode's tool time.
+    (seconds); ``tool_time_total`` sums the episode's tool time; ``tool_reward_pending``
+    is the tool reward earned and not yet paid, and the step that ends an episode says
+    what was paid in ``tool_reward_credited``.
 
     >>> env = ToolEnvWrapper(gem.make("math:GSM8K"), [PythonCodeTool()])   # doctest: +SKIP
     >>> obs, reward, terminated, truncated, info = env.step("<python>print(1)</python>")  # doctest: +SKIP
@@ -41,6 +58,7 @@ class ToolEnvWrapper(Wrapper):
         tool_success_reward: float = 0.0,
         tool_execute_error_reward: float = 0.0,
         max_tool_uses: int | None = 10,
+        tool_reward_credit: RewardCredit = "on_correct",
     ) -> None:
         super().__init__(env)
         if not tools:
@@ -49,7 +67,10 @@ class ToolEnvWrapper(Wrapper):
             raise ValueError("tool_execute_error_reward must be negative (a penalty) or 0")
         if tool_execute_error_reward != 0 and (tool_reward != 0 or tool_success_reward != 0):
             raise ValueError("tool_execute_error_reward cannot be combined with tool_reward or tool_success_reward")
+        if tool_reward_credit not in ("on_correct", "immediate"):
+            raise ValueError(f"tool_reward_credit must be 'on_correct' or 'immediate', got {tool_reward_credit!r}")
         self.tools = list(tools)
+        self.tool_reward_credit = tool_reward_credit
         self.tool_reward = tool_reward
         self.tool_success_reward = tool_success_reward
         self.tool_execute_error_reward = tool_execute_error_reward
@@ -57,6 +78,7 @@ class ToolEnvWrapper(Wrapper):
         self.tool_use_counter = 0
         self.tool_success_counter = 0
         self.tool_time_total = 0.0
+        self.tool_reward_pending = 0.0
 
     # -- episode ----------------------------------------------------------------------
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
@@ -71,6 +93,7 @@ class ToolEnvWrapper(Wrapper):
         previous = (self.tool_use_counter, self.tool_success_counter)
         self.tool_use_counter = self.tool_success_counter = 0
         self.tool_time_total = 0.0
+        self.tool_reward_pending = 0.0
         instructions = "\n".join(tool.instruction_string() for tool in self.tools)
         if len(self.tools) > 1:
             instructions = f"Available tools:\n{instructions}"
@@ -127,6 +150,12 @@ class ToolEnvWrapper(Wrapper):
             "tool_success_counter": self.tool_success_counter,
             "tool_time_total": self.tool_time_total,
         }
+        if terminated or truncated:
+            credited = self.tool_reward_pending if _answered_correctly(reward, info) else 0.0
+            self.tool_reward_pending = 0.0
+            reward += credited
+            info["tool_reward_credited"] = credited
+        info["tool_reward_pending"] = self.tool_reward_pending
         return obs, reward, terminated, truncated, info
 
     def _tool_step(self, results: list[tuple[Tool, ToolResult]], elapsed: float) -> StepResult:
@@ -140,6 +169,9 @@ class ToolEnvWrapper(Wrapper):
             reward += self.tool_success_reward
         elif self.tool_execute_error_reward != 0:
             reward = self.tool_execute_error_reward
+        if self.tool_reward_credit == "on_correct" and reward > 0:
+            self.tool_reward_pending += reward
+            reward = 0.0
         observation = result.observation
         if self.tool_use_counter == self.max_tool_uses:
             observation += MAX_USES_NOTE
@@ -153,6 +185,7 @@ class ToolEnvWrapper(Wrapper):
             "tool_time_total": self.tool_time_total,
             "tool_use_counter": self.tool_use_counter,
             "tool_success_counter": self.tool_success_counter,
+            "tool_reward_pending": self.tool_reward_pending,
         }
         return observation, reward, False, False, info
 
@@ -162,9 +195,18 @@ class ToolEnvWrapper(Wrapper):
             "tool_use_counter": self.tool_use_counter,
             "tool_success_counter": self.tool_success_counter,
             "tool_time_total": self.tool_time_total,
+            "tool_reward_pending": self.tool_reward_pending,
         }
 
     def set_wrapper_state(self, state: dict[str, Any]) -> None:
         self.tool_use_counter = int(state.get("tool_use_counter", 0))
         self.tool_success_counter = int(state.get("tool_success_counter", 0))
         self.tool_time_total = float(state.get("tool_time_total", 0.0))
+        self.tool_reward_pending = float(state.get("tool_reward_pending", 0.0))
+
+
+def _answered_correctly(reward: float, info: dict[str, Any]) -> bool:
+    """Did the step that ended the episode answer right? The env's ``correct`` if it says,
+    else a positive reward."""
+    correct = info.get("correct")
+    return bool(correct) if correct is not None else reward > 0

@@ -2,8 +2,11 @@
 
     python -m gem_tools.search.server --corpus wiki.jsonl --port 8000
 
-serves ``POST /retrieve`` (msgpack or JSON in, the same out), so GEM's ``SearchTool``,
-Search-R1 clients and :class:`~gem_tools.search.client.RetrievalClient` can all use it.
+serves ``POST /retrieve`` (msgpack or JSON in, the same out) in both request shapes:
+the reference GEM's ``{"query": q, ...}`` (``result`` is that query's hits) and
+Search-R1's ``{"queries": [...], ...}`` (``result`` holds one list per query), so the
+reference's ``SearchTool``, Search-R1 clients and
+:class:`~gem_tools.search.client.RetrievalClient` can all use it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from gem_tools.search.bm25 import BM25Index
 
 
 class _Request(msgspec.Struct, kw_only=True):
-    queries: list[str]
+    query: str | None = None
+    queries: list[str] | None = None
     topk: int | None = None
     return_scores: bool = False
 
@@ -43,13 +47,18 @@ def make_server(index: BM25Index, host: str = "127.0.0.1", port: int = 0, defaul
             except msgspec.DecodeError as exc:
                 self.send_error(400, f"bad request: {exc}")
                 return
+            if (request.query is None) == (request.queries is None):
+                self.send_error(422, "send exactly one of 'query' (a string) or 'queries' (a list)")
+                return
+            queries = [request.query] if request.query is not None else request.queries
             with lock:
-                results = index.batch_search(request.queries, request.topk or default_topk)
+                results = index.batch_search(queries, request.topk or default_topk)
             rows = [
                 [{"document": h.document, "score": h.score} if request.return_scores else h.document for h in row]
                 for row in results
             ]
-            payload = (msgspec.json if as_json else msgspec.msgpack).encode({"result": rows})
+            result = rows[0] if request.query is not None else rows
+            payload = (msgspec.json if as_json else msgspec.msgpack).encode({"result": result})
             self.send_response(200)
             self.send_header("content-type", "application/json" if as_json else "application/msgpack")
             self.send_header("content-length", str(len(payload)))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
 from gem_tools.base import Tool, ToolCall, ToolResult
 from gem_tools.parsing import find_json_call, find_tag
 from gem_tools.search.bm25 import BM25Index, Hit
-from gem_tools.search.client import RetrievalClient
+from gem_tools.search.client import Protocol, RetrievalClient
 
 INSTRUCTION = (
     "You can use a search engine to answer the question.\n"
@@ -25,6 +26,11 @@ INSTRUCTION = (
 )
 
 
+#: longer queries are cut to this many characters: BM25's cost grows with the query's
+#: distinct terms, and no search needs more
+MAX_QUERY_CHARS = 1000
+
+
 def format_passages(hits: list[Hit]) -> str:
     """GEM's passage text: ``Doc i(Title: first line) rest``, one per line."""
     lines = []
@@ -35,8 +41,14 @@ def format_passages(hits: list[Hit]) -> str:
 
 
 class SearchTool(Tool):
-    """Search over a :class:`BM25Index` (``index=`` or ``corpus=`` JSONL path) or a GEM
-    retrieval server (``search_url=``).
+    """Search over a :class:`BM25Index` (``index=`` or ``corpus=`` JSONL path) or a
+    retrieval server (``search_url=``; without any source, ``$SEARCH_URL``).
+
+    The reference's signature works as written, ``SearchTool(num_workers=1,
+    search_url=None, topk=3, timeout=5)``: ``num_workers`` is accepted and unused (calls
+    are concurrent through :meth:`aexecute`). ``protocol`` is the request shape (see
+    :mod:`gem_tools.search.client`): by default the reference server's ``{"query": ...}``,
+    falling back to Search-R1's ``{"queries": [...]}`` if the server refuses it.
 
     >>> tool = SearchTool(index=BM25Index([{"title": "Paris", "text": "capital of France"}]))
     >>> "Paris" in tool.execute_action("<search>capital of France</search>").observation
@@ -54,23 +66,29 @@ class SearchTool(Tool):
 
     def __init__(
         self,
-        *,
+        num_workers: int = 1,
         search_url: str | None = None,
-        corpus: str | Path | None = None,
-        index: BM25Index | None = None,
         topk: int = 3,
         timeout: float = 5,
+        *,
+        corpus: str | Path | None = None,
+        index: BM25Index | None = None,
         encoding: str = "msgpack",
+        protocol: Protocol = "auto",
     ) -> None:
+        if search_url is None and corpus is None and index is None:
+            search_url = os.environ.get("SEARCH_URL") or None  # the reference reads it too
         given = [x is not None for x in (search_url, corpus, index)]
         if sum(given) != 1:
             raise ValueError(
                 "SearchTool needs exactly one source: search_url= (a GEM retrieval server; "
-                "for the registered wrappers set SEARCH_URL), corpus= (a local JSONL file; "
-                "GEM_SEARCH_CORPUS) or index= (a BM25Index)"
+                "or set SEARCH_URL), corpus= (a local JSONL file; GEM_SEARCH_CORPUS for the "
+                "registered wrappers) or index= (a BM25Index)"
             )
         self.topk = topk
-        self.client = RetrievalClient(search_url, timeout, encoding) if search_url else None  # type: ignore[arg-type]
+        self.timeout = timeout
+        self.search_url = search_url
+        self.client = RetrievalClient(search_url, timeout, encoding, protocol) if search_url else None  # type: ignore[arg-type]
         self.index = index if index is not None else (BM25Index.from_jsonl(corpus) if corpus is not None else None)
 
     def parse(self, action: str) -> ToolCall | None:
@@ -84,7 +102,7 @@ class SearchTool(Tool):
         if not found:
             return None
         end, query = min(found, key=lambda item: item[0])
-        return ToolCall(self.name, {"query": query.strip()}, action[:end])
+        return ToolCall(self.name, {"query": query.strip()[:MAX_QUERY_CHARS]}, action[:end])
 
     def execute(self, call: ToolCall) -> ToolResult:
         try:
