@@ -51,8 +51,13 @@ def make_loop(tokenizer, server_manager, response_length=256):
         dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
 
 
-def run_row(loop, row):
-    return asyncio.run(loop.run({"temperature": 1.0}, **{k: v for k, v in row.items()}))
+def run_row(tokenizer, server_manager, row, **kwargs):
+    """Build the loop inside the running event loop (verl's worker does; the loop keeps it) and run one row."""
+
+    async def main():
+        return await make_loop(tokenizer, server_manager, **kwargs).run({"temperature": 1.0}, **row)
+
+    return asyncio.run(main())
 
 
 def test_registered_loop_plays_an_episode_with_masks_and_reward(tiny_tokenizer):
@@ -60,7 +65,7 @@ def test_registered_loop_plays_an_episode_with_masks_and_reward(tiny_tokenizer):
     wrong = 1 if secret != 1 else 2
     replies = [f"\\boxed{{{wrong}}}", f"\\boxed{{{secret}}}"]
     server = ScriptedServerManager(tiny_tokenizer, replies)
-    out = run_row(make_loop(tiny_tokenizer, server), gem_rows(ENV_ID, [3])[0])
+    out = run_row(tiny_tokenizer, server, gem_rows(ENV_ID, [3])[0])
 
     assert out.reward_score == 1.0 and out.extra_fields["env_success"] is True and out.num_turns == 5
     assert len(set(server.request_ids)) == 1  # one request id per episode
@@ -80,11 +85,10 @@ def test_registered_loop_plays_an_episode_with_masks_and_reward(tiny_tokenizer):
 
 def test_response_budget_ends_the_episode(tiny_tokenizer):
     server = ScriptedServerManager(tiny_tokenizer, ["\\boxed{1}"] * 30)
-    out = run_row(make_loop(tiny_tokenizer, server, response_length=12), gem_rows(ENV_ID, [0])[0])
+    out = run_row(tiny_tokenizer, server, gem_rows(ENV_ID, [0])[0], response_length=12)
     assert len(out.response_ids) <= 12 and len(out.response_mask) == len(out.response_ids)
 
 
 def test_row_without_env_is_a_clear_error(tiny_tokenizer):
-    loop = make_loop(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, []))
     with pytest.raises(ValueError, match="extra_info"):
-        asyncio.run(loop.run({}, raw_prompt=[], extra_info={}))
+        run_row(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, []), {"raw_prompt": [], "extra_info": {}})
