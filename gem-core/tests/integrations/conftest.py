@@ -31,3 +31,13 @@ def tiny_tokenizer(tiny_tokenizer_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """gem-train's default tiny Qwen2 with its env-trained tokenizer, saved as an HF folder."""
+    pytest.importorskip("gem_train", reason="the adapter tests build their model with gem-train")
+    import gem
+    from gem_train.model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), lambda: gem.make(ENV_ID))

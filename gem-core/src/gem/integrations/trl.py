@@ -121,10 +121,11 @@ class GemRollout:
         self.last_batch: dict[str, Any] | None = None
 
     def __call__(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
+        seeds = [_seed_of(p) for p in prompts]
         tok = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         budget = int(trainer.args.max_completion_length)
         eos_ids = set(trainer.eos_token_ids)
-        episodes = [_Episode(self.make_env(), _seed_of(p)) for p in prompts]
+        episodes = [_Episode(self.make_env(), seed) for seed in seeds]
         try:
             for ep in episodes:
                 obs, _ = ep.env.reset(seed=ep.seed)
@@ -148,6 +149,7 @@ class GemRollout:
             "env_mask": [ep.mask for ep in episodes],
             "env_return": [ep.total for ep in episodes],
             "env_turns": [ep.turns for ep in episodes],
+            "env_seed": [ep.seed for ep in episodes],
         }
         return self.last_batch
 
@@ -256,6 +258,29 @@ def tool_environment(env: EnvSource) -> Callable[[], GemToolEnv]:
     return type("GemToolEnv", (GemToolEnv,), {"env": env, "__doc__": f"GEM {name} played through the act tool."})
 
 
+def action_bias(env: EnvSource, tokenizer: Any, samples: int = 64, strength: float = 8.0,
+                seed: int = 0) -> list[list[Any]]:
+    """A ``sequence_bias`` (for ``GRPOConfig(generation_kwargs={"sequence_bias": ...})``) that
+    steers an untrained model towards the env's action format, so that a smoke test with a
+    tiny random model plays several turns instead of ending every episode on a format error.
+
+    Each of ``samples`` random actions of the env, followed by eos, is biased token by token:
+    a longer matching prefix gets a larger bias, so a started action is finished.
+    """
+    env_ = env_factory(env)()
+    biases: dict[tuple[int, ...], float] = {}
+    try:
+        env_.reset(seed=seed)
+        for _ in range(samples):
+            ids = encode(tokenizer, env_.sample_random_action()) + [tokenizer.eos_token_id]
+            for k in range(len(ids)):
+                key = tuple(ids[: k + 1])
+                biases[key] = max(biases.get(key, 0.0), strength * (k + 1))
+    finally:
+        env_.close()
+    return [[list(key), bias] for key, bias in biases.items()]
+
+
 def tool_chat_template(name: str = "qwen3") -> str:
     """One of the tool-calling chat templates TRL ships (``trl/chat_templates``), for
     tokenizers whose own template cannot render tool calls."""
@@ -264,4 +289,4 @@ def tool_chat_template(name: str = "qwen3") -> str:
     return (files("trl") / "chat_templates" / f"{name}.jinja").read_text()
 
 
-__all__ = ["GemRollout", "GemToolEnv", "env_reward", "gem_dataset", "tool_chat_template", "tool_environment"]
+__all__ = ["GemRollout", "action_bias", "GemToolEnv", "env_reward", "gem_dataset", "tool_chat_template", "tool_environment"]
