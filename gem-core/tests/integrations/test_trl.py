@@ -36,7 +36,8 @@ FEEDBACK_WORDS = ("higher", "lower", "already", "outside", "range")
 def grpo_config(tmp_path, tokenizer=None, **overrides):
     kwargs = dict(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
                   max_completion_length=64, max_steps=3, logging_steps=1, report_to="none", use_cpu=True,
-                  save_strategy="no", learning_rate=1e-3, beta=0.0, seed=0, dataloader_num_workers=0)
+                  save_strategy="no", learning_rate=1e-3, beta=0.0, seed=0, dataloader_num_workers=0,
+                  gradient_checkpointing=False)
     if tokenizer is not None:
         kwargs["generation_kwargs"] = {"sequence_bias": action_bias(ENV_ID, tokenizer)}
     kwargs.update(overrides)

@@ -92,3 +92,17 @@ def test_response_budget_ends_the_episode(tiny_tokenizer):
 def test_row_without_env_is_a_clear_error(tiny_tokenizer):
     with pytest.raises(ValueError, match="extra_info"):
         run_row(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, []), {"raw_prompt": [], "extra_info": {}})
+
+
+def test_dataset_rows_reach_the_loop_through_verls_dataset(tmp_path, tiny_tokenizer):
+    """gem_rows written to parquet and read back by verl's RLHFDataset give the loop its env and seed."""
+    import pandas as pd
+
+    pd.DataFrame(gem_rows(ENV_ID, [5, 6])).to_parquet(tmp_path / "train.parquet")
+    config = OmegaConf.create({"max_prompt_length": 512, "return_raw_chat": True, "prompt_key": "prompt"})
+    row = RLHFDataset(data_files=[str(tmp_path / "train.parquet")], tokenizer=tiny_tokenizer, config=config)[0]
+    assert row["agent_name"] == AGENT_NAME and row["extra_info"]["seed"] == 5
+    secret = secret_of(ENV_ID, 5)
+    server = ScriptedServerManager(tiny_tokenizer, [f"\\boxed{{{secret}}}"])
+    fields = {k: v for k, v in row.items() if k != "dummy_tensor"}
+    assert run_row(tiny_tokenizer, server, fields).reward_score == 1.0

@@ -55,6 +55,8 @@ def gem_rows(env_id: str, seeds: Any, data_source: str = "gem") -> list[dict[str
         "agent_name": AGENT_NAME,
         "prompt": [{"role": "user", "content": f"{env_id} seed {int(seed)}"}],
         "extra_info": {"env_id": env_id, "seed": int(seed)},
+        # verl's reward code expects the column; the loop's reward_score makes it unused
+        "reward_model": {"style": "rule", "ground_truth": ""},
     } for seed in seeds]
 
 
