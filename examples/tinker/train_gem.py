@@ -29,7 +29,8 @@ class RandomMoves:
         from tinker_cookbook.completers import TokensWithLogprobs
 
         tokens = self.tokenizer.encode(self.env.sample_random_action(), add_special_tokens=False)
-        tokens += [t for t in stop if isinstance(t, int)][:1] or self.tokenizer.encode(stop[0], add_special_tokens=False)
+        stop_ids = [t for t in stop if isinstance(t, int)][:1]
+        tokens += stop_ids or self.tokenizer.encode(stop[0], add_special_tokens=False)
         return TokensWithLogprobs(tokens=tokens, maybe_logprobs=[0.0] * len(tokens))
 
 

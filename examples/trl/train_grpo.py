@@ -19,8 +19,11 @@ from pathlib import Path
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-import gem  # noqa: E402
-from gem.integrations.trl import (  # noqa: E402
+from transformers import AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+import gem
+from gem.integrations.trl import (
     GemRollout,
     action_bias,
     env_reward,
@@ -28,8 +31,6 @@ from gem.integrations.trl import (  # noqa: E402
     tool_chat_template,
     tool_environment,
 )
-from transformers import AutoTokenizer  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 
 def main() -> None:

@@ -8,7 +8,6 @@ with gem-train installed for its tiny-model builder.
 from __future__ import annotations
 
 import pytest
-
 from adapter_kit import ENV_ID
 
 

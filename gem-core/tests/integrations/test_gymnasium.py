@@ -8,9 +8,10 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
 import gem  # noqa: E402
 from gem.integrations.gymnasium import AnyText, GymnasiumEnv  # noqa: E402
-from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 GAME_IDS = gem.list_envs("game:*")
 

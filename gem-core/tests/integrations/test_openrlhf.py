@@ -16,9 +16,10 @@ import pytest
 
 pytest.importorskip("openrlhf")
 
-from adapter_kit import ENV_ID, secret_of  # noqa: E402
-from gem.integrations.openrlhf import seed_of  # noqa: E402
-from openrlhf.utils.agent import AgentExecutorBase  # noqa: E402
+from adapter_kit import ENV_ID, secret_of
+from openrlhf.utils.agent import AgentExecutorBase
+
+from gem.integrations.openrlhf import seed_of
 
 LOGPROB = -0.5
 
@@ -32,7 +33,7 @@ class ScriptedEngine:
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         turn = self.tokenizer.decode(prompt_token_ids).count("<|im_start|>assistant") - 1
         text = self.replies[turn]
-        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
         logprobs = [{t: SimpleNamespace(logprob=LOGPROB)} for t in ids]
         return SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids, text=text, finish_reason="stop",
                                                         logprobs=logprobs)])

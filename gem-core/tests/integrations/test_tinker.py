@@ -15,15 +15,16 @@ import pytest
 
 pytest.importorskip("tinker_cookbook")
 
-from adapter_kit import ENV_ID, secret_of  # noqa: E402
-from gem.integrations.tinker import (  # noqa: E402
+from adapter_kit import ENV_ID, secret_of
+from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs
+from tinker_cookbook.rl.data_processing import trajectory_to_data
+from tinker_cookbook.rl.rollouts import do_group_rollout
+
+from gem.integrations.tinker import (
     FORMAT_ERROR_REWARD,
     GemDatasetBuilder,
     GemEnvGroupBuilder,
 )
-from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs  # noqa: E402
-from tinker_cookbook.rl.data_processing import trajectory_to_data  # noqa: E402
-from tinker_cookbook.rl.rollouts import do_group_rollout  # noqa: E402
 
 RENDERER = "qwen3_instruct"
 

@@ -18,8 +18,11 @@ import pytest
 pytest.importorskip("trl")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from adapter_kit import ENV_ID, secret_of  # noqa: E402
-from gem.integrations.trl import (  # noqa: E402
+from adapter_kit import ENV_ID, secret_of
+from transformers import AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+from gem.integrations.trl import (
     GemRollout,
     action_bias,
     env_reward,
@@ -27,8 +30,6 @@ from gem.integrations.trl import (  # noqa: E402
     tool_chat_template,
     tool_environment,
 )
-from transformers import AutoTokenizer  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 FEEDBACK_WORDS = ("higher", "lower", "already", "outside", "range")
 

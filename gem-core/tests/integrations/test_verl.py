@@ -15,13 +15,14 @@ import pytest
 
 pytest.importorskip("verl")
 
-import hydra  # noqa: E402
-from adapter_kit import ENV_ID, secret_of  # noqa: E402
-from gem.integrations.verl import AGENT_NAME, gem_rows  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry  # noqa: E402
-from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
-from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+import hydra
+from adapter_kit import ENV_ID, secret_of
+from omegaconf import OmegaConf
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl.workers.rollout.replica import TokenOutput
+
+from gem.integrations.verl import AGENT_NAME, gem_rows
 
 LOGPROB = -0.5
 
@@ -36,7 +37,7 @@ class ScriptedServerManager:
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
         self.request_ids.append(request_id)
         turn = self.tokenizer.decode(prompt_ids).count("<|im_start|>assistant") - 1
-        ids = self.tokenizer.encode(self.replies[turn], add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = [*self.tokenizer.encode(self.replies[turn], add_special_tokens=False), self.tokenizer.eos_token_id]
         return TokenOutput(token_ids=ids, log_probs=[LOGPROB] * len(ids), stop_reason="completed")
 
 
@@ -71,8 +72,8 @@ def test_registered_loop_plays_an_episode_with_masks_and_reward(tiny_tokenizer):
     assert len(set(server.request_ids)) == 1  # one request id per episode
     ids, mask = out.response_ids, out.response_mask
     sampled = [t for t, m in zip(ids, mask, strict=True) if m == 1]
-    expected = [t for r in replies for t in tiny_tokenizer.encode(r, add_special_tokens=False)
-                + [tiny_tokenizer.eos_token_id]]
+    eos = tiny_tokenizer.eos_token_id
+    expected = [t for r in replies for t in [*tiny_tokenizer.encode(r, add_special_tokens=False), eos]]
     assert sampled == expected
     assert [lp for lp, m in zip(out.response_logprobs, mask, strict=True) if m == 1] == [LOGPROB] * len(expected)
     env_text = tiny_tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])

@@ -14,7 +14,7 @@ random text, which any GEM env accepts (as a format error).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from gem.integrations._support import EnvSource, env_factory, import_framework
 
@@ -48,7 +48,7 @@ class GymnasiumEnv(gymnasium.Env):
     The GEM env's observations must be text (not the ``messages`` wrapper's lists).
     """
 
-    metadata = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     def __init__(self, env: EnvSource, **make_kwargs: Any) -> None:
         if isinstance(env, str) and make_kwargs:

@@ -272,7 +272,7 @@ def action_bias(env: EnvSource, tokenizer: Any, samples: int = 64, strength: flo
     try:
         env_.reset(seed=seed)
         for _ in range(samples):
-            ids = encode(tokenizer, env_.sample_random_action()) + [tokenizer.eos_token_id]
+            ids = [*encode(tokenizer, env_.sample_random_action()), tokenizer.eos_token_id]
             for k in range(len(ids)):
                 key = tuple(ids[: k + 1])
                 biases[key] = max(biases.get(key, 0.0), strength * (k + 1))
@@ -289,4 +289,5 @@ def tool_chat_template(name: str = "qwen3") -> str:
     return (files("trl") / "chat_templates" / f"{name}.jinja").read_text()
 
 
-__all__ = ["GemRollout", "action_bias", "GemToolEnv", "env_reward", "gem_dataset", "tool_chat_template", "tool_environment"]
+__all__ = ["GemRollout", "GemToolEnv", "action_bias", "env_reward", "gem_dataset", "tool_chat_template",
+           "tool_environment"]
