@@ -120,8 +120,10 @@ def tests(session: nox.Session, package: str) -> None:
     _install_tree(session, package, extras=TEST_EXTRAS.get(package, "test"))
     session.run("pytest", str(ROOT / package / "tests"), "-q", "-p", "no:cacheprovider", *session.posargs)
     if package == "gem-core":
-        # gem-core's adapter tests need their frameworks, each in a venv of its own
-        session.notify("integration")
+        # gem-core's adapter tests need their frameworks, each in a venv of its own (notify queues one
+        # session per call, so each parametrisation is named)
+        for framework in sorted(INTEGRATIONS):
+            session.notify(f"integration(framework={framework!r})")
 
 
 @nox.session
