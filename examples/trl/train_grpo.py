@@ -28,6 +28,7 @@ from gem.integrations.trl import (
     action_bias,
     env_reward,
     gem_dataset,
+    tool_call_text,
     tool_chat_template,
     tool_environment,
 )
@@ -41,12 +42,14 @@ def main() -> None:
     parser.add_argument("--hook", choices=["rollout", "tools"], default="rollout")
     parser.add_argument("--num-generations", type=int, default=4, help="rollouts per GRPO group (one seed)")
     parser.add_argument("--groups", type=int, default=1, help="GRPO groups per step")
-    parser.add_argument("--max-completion-length", type=int, default=64, help="tokens per episode, env text included")
+    parser.add_argument("--max-completion-length", type=int, default=None,
+                        help="tokens per episode, env text included (default 64; 192 with --hook tools)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--use-vllm", action="store_true", help="generate with vLLM (colocated; GPU)")
     parser.add_argument("--out", default="runs/trl-example")
     args = parser.parse_args()
     out = Path(args.out)
+    args.max_completion_length = args.max_completion_length or (192 if args.hook == "tools" else 64)
 
     tiny = args.model is None
     if tiny:
@@ -56,7 +59,11 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    generation_kwargs = {"sequence_bias": action_bias(args.env, tokenizer)} if tiny else None
+    if args.hook == "tools":
+        tokenizer.chat_template = tool_chat_template("qwen3")  # a template TRL can parse tool calls with
+    # the untrained tiny model is steered to the env's action format (as a tool call with --hook tools)
+    wrap = tool_call_text if args.hook == "tools" else None
+    generation_kwargs = {"sequence_bias": action_bias(args.env, tokenizer, wrap=wrap)} if tiny else None
 
     config = GRPOConfig(
         output_dir=str(out), max_steps=args.max_steps, learning_rate=args.learning_rate,
@@ -73,7 +80,6 @@ def main() -> None:
                               train_dataset=gem_dataset(args.env, seeds), rollout_func=GemRollout(args.env))
         reward_key = "rewards/env_reward/mean"
     else:
-        tokenizer.chat_template = tool_chat_template("qwen3")  # a template TRL can parse tool calls with
         trainer = GRPOTrainer(model=args.model, args=config, processing_class=tokenizer,
                               train_dataset=gem_dataset(args.env, seeds, for_tools=True),
                               environment_factory=tool_environment(args.env))

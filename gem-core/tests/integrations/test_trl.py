@@ -27,6 +27,7 @@ from gem.integrations.trl import (
     action_bias,
     env_reward,
     gem_dataset,
+    tool_call_text,
     tool_chat_template,
     tool_environment,
 )
@@ -83,14 +84,18 @@ def test_rollout_func_trains_on_env_rewards_with_env_tokens_masked(tmp_path, tin
 def test_environment_factory_trains_with_the_env_reward(tmp_path, tiny_model_dir):
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     tok.chat_template = tool_chat_template("qwen3")
-    trainer = GRPOTrainer(model=str(tiny_model_dir), args=grpo_config(tmp_path, max_steps=2, max_completion_length=32,
-                                                                      max_tool_calling_iterations=2),
+
+    # a tool call is about 70 tokens of the tiny byte-level tokenizer
+    config = grpo_config(tmp_path, max_steps=2, max_completion_length=160, max_tool_calling_iterations=2,
+                         generation_kwargs={"sequence_bias": action_bias(ENV_ID, tok, wrap=tool_call_text)})
+    trainer = GRPOTrainer(model=str(tiny_model_dir), args=config,
                           train_dataset=gem_dataset(ENV_ID, seeds=range(8), for_tools=True), processing_class=tok,
                           environment_factory=tool_environment(ENV_ID))
     trainer.train()
     logs = [h for h in trainer.state.log_history if "rewards/GemToolEnv/mean" in h]
     assert len(logs) == 2
-    # the untrained model rarely calls the tool; a rollout without a move is the env's format error
+    # the biased model calls the tool, so the env's rewards come from moves it made
+    assert all(h["tools/call_frequency"] > 0 for h in logs)
     assert all(-0.1 - 1e-6 <= h["rewards/GemToolEnv/mean"] <= 1.0 for h in logs)
 
 

@@ -32,6 +32,7 @@ logprobs: TRL then computes them itself), whatever the trainer was configured wi
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -258,27 +259,35 @@ def tool_environment(env: EnvSource) -> Callable[[], GemToolEnv]:
     return type("GemToolEnv", (GemToolEnv,), {"env": env, "__doc__": f"GEM {name} played through the act tool."})
 
 
-def action_bias(env: EnvSource, tokenizer: Any, samples: int = 64, strength: float = 8.0,
-                seed: int = 0) -> list[list[Any]]:
+def action_bias(env: EnvSource, tokenizer: Any, samples: int = 64, strength: float = 8.0, seed: int = 0,
+                wrap: Callable[[str], str] | None = None) -> list[list[Any]]:
     """A ``sequence_bias`` (for ``GRPOConfig(generation_kwargs={"sequence_bias": ...})``) that
     steers an untrained model towards the env's action format, so that a smoke test with a
     tiny random model plays several turns instead of ending every episode on a format error.
 
     Each of ``samples`` random actions of the env, followed by eos, is biased token by token:
-    a longer matching prefix gets a larger bias, so a started action is finished.
+    a longer matching prefix gets a larger bias, so a started action is finished. ``wrap``
+    turns an action into the text to bias towards (e.g. a tool call that plays it).
     """
     env_ = env_factory(env)()
     biases: dict[tuple[int, ...], float] = {}
     try:
         env_.reset(seed=seed)
         for _ in range(samples):
-            ids = [*encode(tokenizer, env_.sample_random_action()), tokenizer.eos_token_id]
+            action = env_.sample_random_action()
+            ids = [*encode(tokenizer, wrap(action) if wrap else action), tokenizer.eos_token_id]
             for k in range(len(ids)):
                 key = tuple(ids[: k + 1])
                 biases[key] = max(biases.get(key, 0.0), strength * (k + 1))
     finally:
         env_.close()
     return [[list(key), bias] for key, bias in biases.items()]
+
+
+def tool_call_text(action: str) -> str:
+    """The text of a call to ``act`` playing ``action``, as the template of :func:`tool_chat_template`
+    writes tool calls (for :func:`action_bias`'s ``wrap`` in smoke tests with an untrained model)."""
+    return "<tool_call>\n" + json.dumps({"name": "act", "arguments": {"action": action}}) + "\n</tool_call>"
 
 
 def tool_chat_template(name: str = "qwen3") -> str:
@@ -289,5 +298,5 @@ def tool_chat_template(name: str = "qwen3") -> str:
     return (files("trl") / "chat_templates" / f"{name}.jinja").read_text()
 
 
-__all__ = ["GemRollout", "GemToolEnv", "action_bias", "env_reward", "gem_dataset", "tool_chat_template",
-           "tool_environment"]
+__all__ = ["GemRollout", "GemToolEnv", "action_bias", "env_reward", "gem_dataset", "tool_call_text",
+           "tool_chat_template", "tool_environment"]
