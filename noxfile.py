@@ -2,11 +2,11 @@
 
     nox -s train          # the main job: a short RL run on CPU (Hydra overrides after --)
     nox -s tests          # every package's tests, each in its own venv
-    nox -s "tests(package='gem-core')"   # one package
+    nox -s "tests(package='gem-core')"   # one package (gem-core's also runs the integration sessions)
+    nox -s "integration(framework='trl')" # one trainer adapter, in its own venv
     nox -s lint           # ruff
     nox -s demo           # play every installed env with random actions
     nox -s bench          # benchmarks; each prints a table with its baseline
-    nox -s serve          # gem serve against OpenEnv's client
 
 Every session installs the packages from this working tree (never from a registry),
 so a change to gem-core is tested against every suite at once.
@@ -71,6 +71,23 @@ SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian pa
     "gem-envs-terminal": {"bwrap": "bubblewrap"},
 }
 
+#: the trainer adapters (gem-core/src/gem/integrations): one venv each, since their pins conflict (verl
+#: wants transformers < 5.11, OpenRLHF == 5.15). Each entry: pip installs in order. Where a framework's
+#: declared dependencies cannot install on CPU (OpenRLHF: deepspeed, flash-attn) or at all (tinker-cookbook:
+#: tml-renderers is not on the registry), it goes in with --no-deps and the pure-Python packages its
+#: extension points import are listed explicitly.
+INTEGRATIONS: dict[str, list[list[str]]] = {
+    "gymnasium": [["gymnasium==1.4.0"]],
+    # `gem serve` (gem.integrations.openenv_server) against OpenEnv's own client
+    "openenv": [["openenv==0.10.0"]],
+    "trl": [["torch==2.13.0"], ["trl==1.16.0"]],
+    "verl": [["torch==2.13.0"], ["verl==0.9.1", "cachetools", "msgspec", "pyzmq", "fastapi", "uvicorn"]],
+    "openrlhf": [["torch==2.13.0"], ["transformers==5.15.0", "sympy", "pylatexenc", "aiohttp"],
+                 ["--no-deps", "openrlhf==0.11.2"]],
+    "tinker": [["torch==2.13.0"], ["tinker==0.38.0", "chz", "pillow", "aiohttp", "blobfile", "cloudpickle", "datasets",
+                                   "pyrage", "termcolor", "tiktoken", "rich"], ["--no-deps", "tinker-cookbook==0.6.1"]],
+}
+
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False
 
@@ -109,14 +126,26 @@ def tests(session: nox.Session, package: str) -> None:
     _ensure_system_packages(session, package)
     _install_tree(session, package, extras=TEST_EXTRAS.get(package, "test"))
     session.run("pytest", str(ROOT / package / "tests"), "-q", "-p", "no:cacheprovider", *session.posargs)
+    if package == "gem-core":
+        # gem-core's adapter tests need their frameworks, each in a venv of its own (notify queues one
+        # session per call, so each parametrisation is named)
+        for framework in sorted(INTEGRATIONS):
+            session.notify(f"integration(framework={framework!r})")
 
 
 @nox.session
-def serve(session: nox.Session) -> None:
-    """`gem serve` against OpenEnv's own client (extra gem-core[serve]; the games' solvers play)."""
-    session.install("-e", f"{ROOT / 'gem-core'}[test,serve]", "-e", str(ROOT / "gem-envs-games"))
-    session.run("pytest", str(ROOT / "gem-core" / "tests" / "test_serve.py"), "-q", "-p", "no:cacheprovider",
-                *session.posargs)
+@nox.parametrize("framework", sorted(INTEGRATIONS))
+def integration(session: nox.Session, framework: str) -> None:
+    """A trainer adapter's tests against its real framework (gem-core/tests/integrations/test_<framework>.py)."""
+    for args in INTEGRATIONS[framework]:
+        session.install(*args)
+    suites = [str(ROOT / "gem-envs-games")] + ([str(ROOT / "gem-envs-math")] if framework == "gymnasium" else [])
+    session.install("-e", f"{ROOT / 'gem-core'}[test]", *[arg for suite in suites for arg in ("-e", suite)])
+    if framework not in ("gymnasium", "openenv"):
+        # the tests build gem-train's tiny model and tokenizer (torch and transformers are installed above)
+        session.install("--no-deps", "-e", str(ROOT / "gem-train"))
+    session.run("pytest", str(ROOT / "gem-core" / "tests" / "integrations" / f"test_{framework}.py"), "-q",
+                "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session

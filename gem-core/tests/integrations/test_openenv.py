@@ -1,7 +1,7 @@
 """`gem serve` against OpenEnv's own client (GenericEnvClient over /ws) on 127.0.0.1.
 
 Needs the extra gem-core[serve] and gem-envs-games (its solvers win the episodes);
-skipped without them (nox -s serve installs both).
+skipped without them (nox -s "integration(framework='openenv')" installs both).
 """
 
 import asyncio

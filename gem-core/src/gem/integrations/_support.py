@@ -1,0 +1,102 @@
+"""What every adapter needs: importing its framework with a helpful error, checking the
+hook it uses still has the shape it was tested against, making envs from an id, an env
+or a factory, and the chat-template text that sits between two assistant turns."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+from gem.core import Env
+from gem.errors import GemError
+from gem.runner import _env_factory
+
+EnvSource = str | Env | Callable[[], Env]
+
+#: stands for the assistant's reply while rendering a template; never shown to a model
+_ACTION_MARK = "\x00gem-action\x00"
+
+
+class FrameworkVersionError(GemError, ImportError):
+    """The installed framework's hook differs from the one the adapter was tested with."""
+
+
+def import_framework(module: str, *, dist: str, extra: str, tested: str) -> ModuleType:
+    """Import ``module`` from the framework ``dist``, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"gem.integrations.{extra} needs {dist} (tested with {dist}=={tested}); "
+            f"install it with: pip install -e 'gem-core[{extra}]'  ({module}: {exc})"
+        ) from exc
+
+
+def installed_version(dist: str) -> str:
+    """The installed version of ``dist``, or ``"unknown"``."""
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def require_hook(ok: bool, *, dist: str, tested: str, extra: str, what: str) -> None:
+    """Fail early, naming the tested version, when the framework's hook changed shape."""
+    if not ok:
+        raise FrameworkVersionError(
+            f"{dist} {installed_version(dist)}: {what}. gem.integrations.{extra} was written and tested against "
+            f"{dist}=={tested}; install that version with: pip install -e 'gem-core[{extra}]'"
+        )
+
+
+def env_factory(env: EnvSource, wrappers: Any = None) -> Callable[[], Env]:
+    """A zero-argument callable that builds a fresh env from an id, an env (spawned) or a factory."""
+    return _env_factory(env, wrappers, None)
+
+
+def first_prompt(tokenizer: Any, observation: str, system_prompt: str | None = None) -> str:
+    """The templated text of an episode's first turn, ending with the generation prompt."""
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages.append({"role": "user", "content": str(observation)})
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def feedback_text(tokenizer: Any, observation: str, reply_closed: bool) -> str:
+    """The template text after an assistant reply: the reply's closing tokens, the env's
+    observation as the next user message, and the next generation prompt.
+
+    ``reply_closed``: the generated tokens already end with the template's end-of-turn
+    token (generation stopped on eos), so that token is not repeated. Rendering a
+    marked conversation and cutting after the mark gives exactly what the template
+    would put there, for any template that shows the assistant's content verbatim.
+
+    >>> class ChatML:
+    ...     eos_token = "<|im_end|>"
+    ...     def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+    ...         text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    ...         return text + ("<|im_start|>assistant\\n" if add_generation_prompt else "")
+    >>> feedback_text(ChatML(), "Higher.", reply_closed=True)
+    '\\n<|im_start|>user\\nHigher.<|im_end|>\\n<|im_start|>assistant\\n'
+    """
+    messages = [
+        {"role": "user", "content": "?"},
+        {"role": "assistant", "content": _ACTION_MARK},
+        {"role": "user", "content": str(observation)},
+    ]
+    rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if _ACTION_MARK not in rendered:
+        raise ValueError("the tokenizer's chat template does not show assistant messages verbatim; "
+                         "GEM's adapters need one that does (e.g. ChatML)")
+    tail = rendered[rendered.index(_ACTION_MARK) + len(_ACTION_MARK):]
+    eos = getattr(tokenizer, "eos_token", None)
+    if reply_closed and eos and tail.startswith(eos):
+        tail = tail[len(eos):]
+    return tail
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of template text (the template already holds any special tokens)."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -1,0 +1,80 @@
+"""GEM envs as Gymnasium envs (tested with gymnasium 1.4.0).
+
+>>> from gem.integrations.gymnasium import GymnasiumEnv               # doctest: +SKIP
+>>> env = GymnasiumEnv("game:GuessTheNumber-v0-easy")                 # doctest: +SKIP
+>>> obs, info = env.reset(seed=0)                                     # doctest: +SKIP
+>>> obs, reward, terminated, truncated, info = env.step("\\\\boxed{5}")  # doctest: +SKIP
+
+Observations and actions are strings in :class:`AnyText`, a ``gymnasium.spaces.Text``
+that contains every string: Gymnasium's own ``Text`` only holds strings drawn from its
+charset, and GEM's boards use characters outside any fixed set (Sokoban's walls, for
+one). Sampling still draws from ``Text``'s charset, so ``action_space.sample()`` gives
+random text, which any GEM env accepts (as a format error).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from gem.integrations._support import EnvSource, env_factory, import_framework
+
+TESTED = "1.4.0"
+
+gymnasium = import_framework("gymnasium", dist="gymnasium", extra="gymnasium", tested=TESTED)
+from gymnasium import spaces  # noqa: E402  (after the guarded import above)
+
+
+class AnyText(spaces.Text):
+    """A text space that contains every ``str`` (any length, any character)."""
+
+    def __init__(self, max_length: int = 64, seed: int | None = None) -> None:
+        super().__init__(max_length=max_length, min_length=0, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str)
+
+    def __repr__(self) -> str:
+        return "AnyText()"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AnyText)
+
+
+class GymnasiumEnv(gymnasium.Env):
+    """A ``gymnasium.Env`` over a GEM env (an id, an env, or a factory).
+
+    ``reset(seed=s)`` seeds the GEM env, so episodes are reproducible the way
+    Gymnasium's ``check_env`` expects; ``reset()`` continues the env's own stream.
+    The GEM env's observations must be text (not the ``messages`` wrapper's lists).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, env: EnvSource, **make_kwargs: Any) -> None:
+        if isinstance(env, str) and make_kwargs:
+            import gem
+
+            self.gem_env = gem.make(env, **make_kwargs)
+        else:
+            self.gem_env = env_factory(env)()
+        self.observation_space = AnyText()
+        self.action_space = AnyText()
+        self.render_mode = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        obs, info = self.gem_env.reset(seed=seed, **(options or {}))
+        return self._text(obs), dict(info)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.gem_env.step(str(action))
+        return self._text(obs), float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def close(self) -> None:
+        self.gem_env.close()
+
+    def _text(self, obs: Any) -> str:
+        if not isinstance(obs, str):
+            raise TypeError(f"{self.gem_env.env_id or 'the env'} gave a {type(obs).__name__} observation; "
+                            "GymnasiumEnv needs text (drop the 'messages' wrapper)")
+        return obs

@@ -1,0 +1,53 @@
+"""The adapters' import guards, checked without any framework installed: a missing
+framework names the extra that installs it, a changed hook names the tested version."""
+
+import importlib
+import sys
+
+import pytest
+
+from gem.integrations._support import FrameworkVersionError, feedback_text, require_hook
+
+ADAPTERS = {"trl": "trl", "verl": "verl", "openrlhf": "openrlhf.utils.agent",
+            "tinker": "tinker_cookbook.rl.types", "gymnasium": "gymnasium"}
+
+
+@pytest.mark.parametrize("extra", sorted(ADAPTERS))
+def test_missing_framework_names_the_extra(monkeypatch, extra):
+    # None in sys.modules makes the import fail as if the package were absent
+    for name in {ADAPTERS[extra], ADAPTERS[extra].split(".")[0], "chz"}:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, f"gem.integrations.{extra}", raising=False)
+    with pytest.raises(ImportError, match=rf"pip install -e 'gem-core\[{extra}\]'"):
+        importlib.import_module(f"gem.integrations.{extra}")
+
+
+def test_changed_hook_names_the_tested_version():
+    with pytest.raises(FrameworkVersionError, match=r"tested against trl==1\.16\.0") as err:
+        require_hook(False, dist="trl", tested="1.16.0", extra="trl", what="GRPOTrainer takes no rollout_func")
+    assert "gem-core[trl]" in str(err.value) and isinstance(err.value, ImportError)
+    require_hook(True, dist="trl", tested="1.16.0", extra="trl", what="unused")
+
+
+class ChatML:
+    eos_token = "<|im_end|>"
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def test_feedback_text_is_what_the_template_puts_between_replies():
+    assert feedback_text(ChatML(), "Lower.", reply_closed=True) == \
+        "\n<|im_start|>user\nLower.<|im_end|>\n<|im_start|>assistant\n"
+    # a reply cut short (no eos) gets the template's end of turn first
+    assert feedback_text(ChatML(), "Lower.", reply_closed=False).startswith("<|im_end|>\n<|im_start|>user")
+
+
+def test_feedback_text_rejects_templates_that_rewrite_replies():
+    class Hiding(ChatML):
+        def apply_chat_template(self, messages, **kwargs):
+            return super().apply_chat_template([m for m in messages if m["role"] != "assistant"], **kwargs)
+
+    with pytest.raises(ValueError, match="verbatim"):
+        feedback_text(Hiding(), "x", reply_closed=True)
