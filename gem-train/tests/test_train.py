@@ -156,7 +156,8 @@ def test_train_with_vllm_rollouts(tmp_path, gem_registry, engine):
         assert update["kl_sampler"] < 1e-6 and update["response_tokens"] >= 1, update
     if engine == "vllm_async":  # one engine request per turn that had room for a response
         first = updates[0]
-        assert first["generate_calls"] == pytest.approx(first["turns"] * first["episodes"] * (1 - first["prompts_too_long"]))
+        answered = first["turns"] * first["episodes"] * (1 - first["prompts_too_long"])
+        assert first["generate_calls"] == pytest.approx(answered)
 
 
 @pytest.mark.parametrize("engine", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])

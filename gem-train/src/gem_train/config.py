@@ -367,8 +367,8 @@ def validate(cfg: TrainConfig) -> None:
     _check(d.rollout in DISTRIBUTED_ROLLOUTS, "trainer.distributed.rollout",
            f"must be one of {', '.join(DISTRIBUTED_ROLLOUTS)}, got {d.rollout!r}")
     _check(d.rollout != "rank0" or r.engine not in VLLM_ENGINES, "trainer.distributed.rollout",
-           f"rank0 cannot drive rollout.engine={r.engine}: in-process vLLM joins the trainer's process group, so every rank "
-           "must build it; use every_rank (or rollout.engine=hf)")
+           f"rank0 cannot drive rollout.engine={r.engine}: in-process vLLM joins the trainer's process group, so "
+           "every rank must build it; use every_rank (or rollout.engine=hf)")
     _check(d.backend in DISTRIBUTED_BACKENDS, "trainer.distributed.backend",
            f"must be one of {', '.join(DISTRIBUTED_BACKENDS)}, got {d.backend!r}")
     _check(d.backend != "nccl" or t.device != "cpu", "trainer.distributed.backend",
