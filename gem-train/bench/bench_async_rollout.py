@@ -81,6 +81,7 @@ class Batching:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
+        self.load_weights, self.close = engine.load_weights, engine.close
 
     def generate(self, prompts: list[list[int]], sampling: Any, seeds: list[int]) -> list[Any]:
         from vllm.inputs import TokensPrompt
@@ -100,7 +101,7 @@ class Continuous(Batching):
 
 
 def play(engine: Any, tok: Any, make_env: Any, episodes: int, round_: int) -> dict[str, Any]:
-    from gem_train.engines import Sampling
+    from gem_train.engines import ContinuousEngine, Sampling
     from gem_train.rollout import EnginePolicy, collect
 
     # max_tokens is the cap the policy checks prompts against; each request's own length is length_of(seed)
@@ -108,6 +109,7 @@ def play(engine: Any, tok: Any, make_env: Any, episodes: int, round_: int) -> di
                           max_model_len=4096)
     start = time.perf_counter()
     played = collect(make_env, policy, seeds=range(episodes), concurrency=episodes)
+    assert isinstance(engine, ContinuousEngine) == isinstance(engine, Continuous)  # the path meant is the path taken
     seconds = time.perf_counter() - start
     turns = [t for ep in played for t in ep.turns]
     return {"seconds": seconds, "steps": len(turns), "tokens": sum(len(t.response_ids) for t in turns),
