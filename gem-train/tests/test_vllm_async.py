@@ -92,6 +92,20 @@ def test_a_short_request_returns_while_a_long_one_decodes(engine, tiny_model_pat
     assert running and short_len <= 2
 
 
+def test_a_request_vllm_rejects_fails_alone(engine, tiny_model_path):
+    _, tok = load_policy(tiny_model_path)
+    sampling = Sampling(temperature=1.0, max_tokens=4)
+
+    async def both() -> list[Any]:
+        too_long = engine.agenerate([5] * 300, sampling, 0)  # the engine serves max_model_len=256
+        fine = engine.agenerate(encode(tok)[0], sampling, 1)
+        return await asyncio.gather(too_long, fine, return_exceptions=True)
+
+    rejected, served = asyncio.run(both())
+    assert isinstance(rejected, Exception) and "256" in str(rejected)
+    assert 1 <= len(served.token_ids) <= 4  # the stepping thread serves on
+
+
 def test_rollout_matches_the_batching_rollout(engine, tiny_model_path):
     """The same seeded episodes through the continuous and the batching path: same turns, tokens and logprobs."""
     _, tok = load_policy(tiny_model_path)

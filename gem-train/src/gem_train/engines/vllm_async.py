@@ -25,6 +25,7 @@ scheduler (same continuous batching, same per-request seeded sampling, same
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import queue
 import threading
@@ -109,14 +110,19 @@ class VLLMAsyncEngine(VLLMEngine):
                     item()
                     continue
                 request_id, prompt, params, loop, future = item
+                try:
+                    self._engine.add_request(request_id, TokensPrompt(prompt_token_ids=prompt), params)
+                except Exception as exc:  # e.g. a prompt longer than max_model_len: only this request fails
+                    _resolve(loop, future, exc, error=True)
+                    continue
                 waiting[request_id] = (loop, future)
-                self._engine.add_request(request_id, TokensPrompt(prompt_token_ids=prompt), params)
             if not waiting:
                 continue
             try:
                 outputs = self._engine.step()
             except Exception as exc:  # every request in flight fails with it; the thread serves on
-                self._engine.abort_request(list(waiting))
+                with contextlib.suppress(Exception):
+                    self._engine.abort_request(list(waiting))
                 _fail(waiting, exc)
                 continue
             for out in outputs:
