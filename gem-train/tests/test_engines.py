@@ -3,6 +3,8 @@ after a weight sync they serve the updated model."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -79,6 +81,16 @@ def test_hf_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
     engine.load_weights(perturbed(model))
     check_against_hf(engine, model, ids, temperature=1.0, seed=2)
     check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
+
+
+def test_hf_engine_uses_the_installed_transformers_cache_argument(tiny_model_path):
+    # newer transformers renamed past_key_values to cache and warn (FutureWarning) on the old name
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf", str(tiny_model_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        [gen] = engine.generate(encode(tok)[:1], Sampling(temperature=1.0, max_tokens=4, seed=0))
+    assert len(gen.token_ids) >= 1
 
 
 def test_hf_engine_top_p_logprobs_are_of_the_filtered_distribution(tiny_model_path):

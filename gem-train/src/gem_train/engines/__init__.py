@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gem_train.engines.base import Engine, Generation, Sampling
+from gem_train.engines.base import ContinuousEngine, Engine, Generation, Sampling
 
 
 def make_engine(kind: str, model_path: str, **options: Any) -> Engine:
-    """An engine of ``kind`` (``hf`` or ``vllm``) serving the model folder ``model_path``."""
+    """An engine of ``kind`` serving the model folder ``model_path``: ``hf``, ``vllm`` (a batch per call) or
+    ``vllm_async`` (vLLM with continuous batching: also ``agenerate``, one request that returns when done)."""
     if kind == "hf":
         from gem_train.engines.hf import HFEngine
 
@@ -22,7 +23,11 @@ def make_engine(kind: str, model_path: str, **options: Any) -> Engine:
         from gem_train.engines.vllm import VLLMEngine
 
         return VLLMEngine(model_path, **options)
-    raise ValueError(f"unknown engine {kind!r}: use hf or vllm")
+    if kind == "vllm_async":
+        from gem_train.engines.vllm_async import VLLMAsyncEngine
+
+        return VLLMAsyncEngine(model_path, **options)
+    raise ValueError(f"unknown engine {kind!r}: use hf, vllm or vllm_async")
 
 
-__all__ = ["Engine", "Generation", "Sampling", "make_engine"]
+__all__ = ["ContinuousEngine", "Engine", "Generation", "Sampling", "make_engine"]

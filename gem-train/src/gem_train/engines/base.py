@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # one set of sampling settings for `gem eval` and the trainer (temperature 0, its default, is greedy)
 from gem.eval.models import Sampling
@@ -45,3 +45,12 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Free the engine's memory and threads."""
+
+
+@runtime_checkable
+class ContinuousEngine(Engine, Protocol):
+    """An engine that also takes one request at a time and answers it as soon as it is done (continuous
+    batching: requests join and leave the running batch between decode steps)."""
+
+    async def agenerate(self, prompt: list[int], sampling: Sampling, seed: int | None = None) -> Generation:
+        """One response to ``prompt``; ``seed`` seeds this request alone (None: unseeded)."""

@@ -5,6 +5,7 @@ It keeps its own copy of the model, so weight sync works as it does with vLLM.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,8 @@ class HFEngine:
         self.device = device
         self.eos_id = self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
+        # newer transformers (5.24, not 5.19) call the KV cache ``cache`` (argument and output) and warn on the old name
+        self.cache_name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
 
     @torch.no_grad()
     def generate(
@@ -56,7 +59,7 @@ class HFEngine:
         ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        past, logits = out.past_key_values, out.logits[:, -1]
+        past, logits = getattr(out, self.cache_name), out.logits[:, -1]
         next_pos = positions[:, -1] + 1
         tokens: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
@@ -80,8 +83,8 @@ class HFEngine:
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
             out = self.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=next_pos.unsqueeze(-1),
-                             past_key_values=past, use_cache=True)
-            past, logits = out.past_key_values, out.logits[:, -1]
+                             use_cache=True, **{self.cache_name: past})
+            past, logits = getattr(out, self.cache_name), out.logits[:, -1]
             next_pos = next_pos + 1
         return [
             Generation(t, lp, "stop" if t and t[-1] == self.eos_id else "length")

