@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gem.executor import ThreadPool, run_blocking
 from gem.multiagent.env import MultiAgentEnv
 from gem.runner import EpisodeContext, Trajectory, Turn, _as_async
 
@@ -116,22 +117,24 @@ async def run_multiagent_episodes(
             start = time.perf_counter()
             game: MultiAgentEnv | None = None
             try:
-                game = await asyncio.to_thread(make)
+                game = await run_blocking(make)
                 record.env_id = game.env_id
-                observations, infos = await asyncio.to_thread(game.reset, seed)
+                observations, infos = await run_blocking(game.reset, seed)
                 calls = 0
                 while not game.done:
                     active = game.active_agents
                     shown = {a: observations.get(a) or game.observe(a) for a in active}
                     contexts = [EpisodeContext(index, seed, calls + i, record.env_id) for i in range(len(active))]
                     calls += len(active)
-                    answers = await asyncio.gather(*(policy_for(a)(shown[a], c) for a, c in zip(active, contexts)))
+                    answers = await asyncio.gather(
+                        *(policy_for(a)(shown[a], lambda c=c: c) for a, c in zip(active, contexts))
+                    )
                     actions, policy_infos = {}, {}
                     for agent, answer in zip(active, answers):
                         action, extra = answer if isinstance(answer, tuple) else (answer, {})
                         actions[agent], policy_infos[agent] = str(action), extra
                     t0 = time.perf_counter()
-                    observations, rewards, terms, truncs, step_infos = await asyncio.to_thread(game.step, actions)
+                    observations, rewards, terms, truncs, step_infos = await run_blocking(game.step, actions)
                     step_s = time.perf_counter() - t0
                     record.steps += 1
                     cut = max_steps is not None and record.steps >= max_steps and not game.done
@@ -163,7 +166,9 @@ async def run_multiagent_episodes(
                 traj.seconds, traj.error = record.seconds, record.error
             return record
 
-    return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
+    # env calls run on a pool of this run's own, sized to its concurrency (as gem.runner's)
+    with ThreadPool(concurrency, name="gem-multiagent") as pool, pool.installed():
+        return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
 
 
 def run(env: str | MultiAgentEnv | Callable[[], MultiAgentEnv], policies: Any, num_episodes: int | None = None,
