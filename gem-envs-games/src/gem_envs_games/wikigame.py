@@ -118,11 +118,13 @@ class WikiGameEnv(TurnGame):
                 f"{back[self.variant]}\nYou start at '{start.title}'; the target page is '{target.title}'. "
                 f"Summary of the target page: {self.summary(target)}...")
 
-    def board_text(self) -> str:
+    def task_suffix(self) -> str:
+        # the reference's get_task_suffix: where you are, the page's summary, the prompt
         page = self.page(self.current)
         links = "\n".join(f"- \\boxed{{{link}}}" for link in self.valid_pages(page))
         return (f"You are on '{page.title}' (target: '{self.page(self.target).title}'). {self.turns_left_text()}\n"
-                f"Summary: {self.summary(page)}...\nNeighbouring pages:\n{links}")
+                f"Summary: {self.summary(page)}...\nNeighbouring pages:\n{links}\n"
+                "Enter the title of the neighbouring page you want to navigate to, in \\boxed{}.")
 
     def parse_move(self, boxed: str) -> str | None:
         move = boxed.strip()
@@ -225,7 +227,7 @@ class WikiGameSolver:
     def reset(self) -> None:
         self.plan = []
 
-    def act(self, observation: str) -> str:
+    def act(self, observation: str, info: Any = None) -> str:
         if not self.plan:
             self.plan = shortest_path(self.env.unwrapped) or []  # type: ignore[arg-type]
         return f"\\boxed{{{self.plan.pop(0) if self.plan else PREV}}}"

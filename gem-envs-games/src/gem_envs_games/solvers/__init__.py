@@ -31,6 +31,7 @@ SOLVER_MODULES = {
     "TowerofHanoi": "tower_of_hanoi",
     "Game2048": "game2048",
     "Sokoban": "sokoban",
+    "WikiGame": "wikigame",
 }
 
 
