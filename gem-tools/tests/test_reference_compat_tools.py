@@ -191,7 +191,9 @@ def test_a_tool_written_against_the_reference_base_tool(count_env):
             text = action.split("<upper>", 1)[1].split("</upper>", 1)[0]
             return True, False, text.upper(), action[: action.index("</upper>") + len("</upper>")]
 
-    env = ToolEnvWrapper(gem.make(count_env, max_turns=3), tools=[Upper()], tool_reward=0.1)
+    # the reference's crediting (the tool reward paid at once; ours defaults to "on_correct")
+    env = ToolEnvWrapper(gem.make(count_env, max_turns=3), tools=[Upper()], tool_reward=0.1,
+                         tool_reward_credit="immediate")
     obs, _ = env.reset()
     assert "Write <upper>text</upper>" in obs
     obs, reward, terminated, _, info = env.step("<upper>hello</upper> then more")

@@ -185,7 +185,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         app.run("stdio")
     else:
-        app.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path)
+        try:
+            app.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path)
+        except TypeError:  # mcp 1.x (e.g. beside openenv, whose fastmcp pins it) takes these as settings
+            app.settings.host, app.settings.port, app.settings.streamable_http_path = args.host, args.port, args.path
+            app.run("streamable-http")
 
 
 if __name__ == "__main__":
