@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,7 +79,10 @@ class QaEnv(DatasetEnv):
         shuffle: bool = True,
         verbose: bool = False,
         load_from_cache_file: bool = True,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # the reference swallows unknown arguments (e.g. max_turns=): say so instead of failing
+            warnings.warn(f"QaEnv ignores unknown arguments: {', '.join(sorted(unknown))}", stacklevel=2)
         if dataset is not None:
             questions: Sequence[Mapping[str, Any]] = Records(
                 "dataset", sources.records_from_rows(dataset, question_key, answer_key)
