@@ -42,3 +42,15 @@ def test_max_turns_passed_to_every_id_is_accepted_with_a_warning():
         env = gem.make("eval:NaturalQuestions", max_turns=3, load_from_cache_file=False)
     env.reset()
     assert env.step(f"<answer>{env.answer[0]}</answer>")[1:4] == (1.0, True, True)
+
+
+def test_reference_eval_loop_assigns_the_answer_then_steps():
+    # test_qa.evaluate_llm: dataset = env.dataset; obss = dataset["question"]; env.answer = gold; env.step(action)
+    import gem
+
+    env = gem.make("eval:NaturalQuestions")
+    assert len(env.dataset.select(range(3))["question"]) == 3
+    env.answer = "George Washington"
+    assert env.step("<answer>george washington</answer>")[1] == 1.0
+    env.answer = ["Paris", "City of Light"]
+    assert env.step("<answer>Paris</answer>")[1] == 1.0

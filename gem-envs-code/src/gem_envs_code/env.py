@@ -142,7 +142,6 @@ class CodeEnv(DatasetEnv):
         self._runner: TestRunner | None = None
         self._turn = 0
         self._done = True
-        self._tests_override: Problem | None = None
 
     @property
     def runner(self) -> TestRunner:
@@ -157,7 +156,6 @@ class CodeEnv(DatasetEnv):
     def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         """Pose the next problem (see :class:`gem.data.DatasetEnv`); ``info`` adds ``problem_id``."""
         obs, info = super().reset(seed, idx)
-        self._tests_override = None
         self._turn = 0
         self._done = False
         return obs, {**info, "problem_id": self.problem.id}
@@ -168,7 +166,7 @@ class CodeEnv(DatasetEnv):
     @property
     def problem(self) -> Problem:
         """The current problem (with the tests assigned to :attr:`tests`, if any)."""
-        return self._tests_override or self.record
+        return self.record
 
     @property
     def tests(self) -> dict[str, list[str]] | list[str]:
@@ -185,7 +183,7 @@ class CodeEnv(DatasetEnv):
 
     @tests.setter
     def tests(self, raw: Any) -> None:
-        self._tests_override = replace(self.problem, tests=tuple(sources.tests_of(raw, "assigned tests")))
+        self.record = replace(self.problem, tests=tuple(sources.tests_of(raw, "assigned tests")))
 
     # -- steps ------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:

@@ -117,6 +117,11 @@ class MathEnv(DatasetEnv):
         """The current problem's reference answer (a string, or a list of acceptable ones)."""
         return self.record[self.answer_key]
 
+    @answer.setter
+    def answer(self, answer: Any) -> None:
+        # the reference's evaluation loop: ``env.answer = gold; env.step(response)``
+        self.record = {**(self.record if self.index is not None else {}), self.answer_key: answer}
+
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:
         reference = self.answer

@@ -109,6 +109,12 @@ class QaEnv(DatasetEnv):
         """The current question's gold aliases."""
         return list(self.record["answer"])
 
+    @answer.setter
+    def answer(self, answer: str | Sequence[str]) -> None:
+        # the reference's evaluation loop: ``env.answer = gold; env.step(response)``
+        aliases = [answer] if isinstance(answer, str) else list(answer)
+        self.record = {**(self.record if self.index is not None else {}), "answer": aliases, "answer_parts": None}
+
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:
         record = self.record
