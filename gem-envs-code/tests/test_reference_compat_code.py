@@ -9,7 +9,12 @@ from gem.core import TERMINAL_STATE
 from gem.envs.code_env import CodeEnv
 
 ADD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
-ROWS = [{"problem": "Read two integers, print their sum.", "tests": {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}}]
+ROWS = [
+    {
+        "problem": "Read two integers, print their sum.",
+        "tests": {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]},
+    }
+]
 
 
 def make_env() -> CodeEnv:
