@@ -74,3 +74,13 @@ def test_the_reference_reasoning_gym_test(capsys):
     run_and_print_episode(rg_vec_env, lambda _: ["\\boxed{30}"] * num_envs, ignore_done=True, max_steps=3)
     rg_vec_env.close()
     assert capsys.readouterr().out.count("terminated:  True") == 3
+
+
+def test_reference_eval_loop_assigns_the_answer_then_steps():
+    # test_math.evaluate: env = gem.make("eval:MATH500"); env.answer = dataset["answer"][i]; env.step(action)
+    import gem
+
+    env = gem.make("eval:MATH500")
+    env.answer = "7"
+    assert env.step("so \\boxed{7}")[1] == 1.0
+    assert env.step("so \\boxed{8}")[1] == 0.0

@@ -23,7 +23,8 @@ __version__ = "0.1.0"
 # the reference package's module paths (gem.envs.*, gem.tools.*, gem.utils.*, ...)
 compat.install()
 
-_LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding", "multiagent"}
+# envs/tools/utils: the reference's packages (from gem.compat's table), there after ``import gem`` as in it
+_LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding", "multiagent", "envs", "tools", "utils"}
 
 
 def __getattr__(name: str) -> Any:

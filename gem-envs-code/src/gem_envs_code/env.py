@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gem.core import StepResult
@@ -164,8 +165,25 @@ class CodeEnv(DatasetEnv):
 
     @property
     def problem(self) -> Problem:
-        """The current problem."""
+        """The current problem (with the tests assigned to :attr:`tests`, if any)."""
         return self.record
+
+    @property
+    def tests(self) -> dict[str, list[str]] | list[str]:
+        """The current problem's tests in the reference's layout: ``{"inputs": [...],
+        "outputs": [...]}`` for stdin/stdout tests, a list of assert strings otherwise.
+
+        Assigning tests (any layout the data loaders read) replaces them until the next
+        ``reset()``: the reference's evaluation loops grade a batch of answers this way.
+        """
+        tests = self.problem.tests
+        if self.problem.kind == "stdio":
+            return {"inputs": [t.stdin for t in tests], "outputs": [t.expected for t in tests]}
+        return [t.code for t in tests]
+
+    @tests.setter
+    def tests(self, raw: Any) -> None:
+        self.record = replace(self.problem, tests=tuple(sources.tests_of(raw, "assigned tests")))
 
     # -- steps ------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:
@@ -180,15 +198,20 @@ class CodeEnv(DatasetEnv):
         if code is None:
             self._done = True
             info = {"correct": False, "format_error": True, "attempt": self._turn, "problem_id": problem.id}
-            return TERMINAL_STATE, self.format_error_reward, True, False, info
+            return TERMINAL_STATE, self.format_error_reward, True, self._single_turn, info
         report = await self.runner.arun(problem, code, stop_on_failure=not self.partial_credit)
         score = report.fraction if self.partial_credit else float(report.all_passed)
         info = self._info(report)
         if report.all_passed or self._turn >= self.max_turns:
             self._done = True
             reward = max(0.0, score - self.retry_penalty * (self._turn - 1)) if score > 0 else 0.0
-            return TERMINAL_STATE, reward, True, False, info
+            return TERMINAL_STATE, reward, True, self._single_turn, info
         return failure_feedback(report, self.max_turns - self._turn), 0.0, False, False, info
+
+    @property
+    def _single_turn(self) -> bool:
+        # the reference's single-turn envs (code, math, QA) end with truncated=True too
+        return self.max_turns == 1
 
     def _info(self, report: RunReport) -> dict[str, Any]:
         failure = report.first_failure

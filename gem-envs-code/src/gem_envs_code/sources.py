@@ -113,7 +113,7 @@ def _text(value: Any) -> str:
     return "\n".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def _tests_of(raw: Any, where: str) -> list[IOTest] | list[AssertTest]:
+def tests_of(raw: Any, where: str) -> list[IOTest] | list[AssertTest]:
     """Tests in any of the usual layouts: ``{"inputs": [...], "outputs": [...]}`` (TACO,
     CodeContests; also as a JSON string), ``[{"input": ..., "output": ...}, ...]``, or a
     list of assert strings."""
@@ -150,7 +150,7 @@ def problems_from_records(
     problems = []
     for i, row in enumerate(rows):
         require_keys(row, i, where, question_key=question_key, test_key=test_key)
-        tests = _tests_of(row[test_key], f"{where} record {i}")
+        tests = tests_of(row[test_key], f"{where} record {i}")
         if not tests:
             continue
         problems.append(Problem(

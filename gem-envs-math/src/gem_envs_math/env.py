@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,7 +75,10 @@ class MathEnv(DatasetEnv):
         use_mp: bool = True,
         eval: bool = False,  # the reference's keyword (it shadows the builtin here only)
         verbose: bool = False,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # the reference swallows unknown arguments (e.g. max_turns=): say so instead of failing
+            warnings.warn(f"MathEnv ignores unknown arguments: {', '.join(sorted(unknown))}", stacklevel=2)
         if dataset is not None:
             problems: Sequence[Mapping[str, Any]] = dataset
         elif path is not None:
@@ -112,6 +116,11 @@ class MathEnv(DatasetEnv):
     def answer(self) -> Any:
         """The current problem's reference answer (a string, or a list of acceptable ones)."""
         return self.record[self.answer_key]
+
+    @answer.setter
+    def answer(self, answer: Any) -> None:
+        # the reference's evaluation loop: ``env.answer = gold; env.step(response)``
+        self.record = {**(self.record if self.index is not None else {}), self.answer_key: answer}
 
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,7 +81,10 @@ class QaEnv(DatasetEnv):
         shuffle: bool = True,
         verbose: bool = False,
         load_from_cache_file: bool = True,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # the reference swallows unknown arguments (e.g. max_turns=): say so instead of failing
+            warnings.warn(f"QaEnv ignores unknown arguments: {', '.join(sorted(unknown))}", stacklevel=2)
         if dataset is not None:
             questions: Sequence[Mapping[str, Any]] = Records(
                 "dataset", sources.records_from_rows(dataset, question_key, answer_key)
@@ -106,6 +110,12 @@ class QaEnv(DatasetEnv):
     def answer(self) -> list[str]:
         """The current question's gold aliases."""
         return list(self.record["answer"])
+
+    @answer.setter
+    def answer(self, answer: str | Sequence[str]) -> None:
+        # the reference's evaluation loop: ``env.answer = gold; env.step(response)``
+        aliases = [answer] if isinstance(answer, str) else list(answer)
+        self.record = {**(self.record if self.index is not None else {}), "answer": aliases, "answer_parts": None}
 
     # -- the single step --------------------------------------------------------------
     def step(self, action: str) -> StepResult:

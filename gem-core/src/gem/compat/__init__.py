@@ -60,6 +60,11 @@ def resolve(target: str) -> Any:
 
 def _module_getattr(module: types.ModuleType, names: dict[str, str]):
     def __getattr__(name: str) -> Any:
+        child = f"{module.__name__}.{name}"
+        if name not in names and any(key == child or key.startswith(child + ".") for key in TABLE):
+            # a submodule reached as an attribute (``gem.envs.registration``), as after the
+            # reference's ``import gem``, which imports it
+            return importlib.import_module(child)
         if name not in names:
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
         # resolved on every access, not cached: some targets are live views (the registry,

@@ -43,6 +43,17 @@ TABLE: dict[str, dict[str, str] | str] = {
     "gem.envs.game_env.crosswords.crosswords": {"CrosswordsEnv": f"{_GAMES}.crosswords:CrosswordsEnv"},
     "gem.envs.game_env.sokoban": {"SokobanEnv": f"{_GAMES}.sokoban:SokobanEnv"},
     "gem.envs.game_env.sokoban.sokoban": {"SokobanEnv": f"{_GAMES}.sokoban:SokobanEnv"},
+    "gem.envs.game_env.wikigame": {"WikiGameEnv": f"{_GAMES}.wikigame:WikiGameEnv"},
+    "gem.envs.game_env.wikigame.wikigame": {"WikiGameEnv": f"{_GAMES}.wikigame:WikiGameEnv"},
+    # the reference's multi-agent package lives under gem.envs; ours is gem.multiagent
+    "gem.envs.multiagent": {
+        "MultiAgentEnv": "gem.multiagent:MultiAgentEnv",
+        "AgentSelector": "gem.multiagent:AgentSelector",
+    },
+    "gem.envs.multiagent.multi_agent_env": {
+        "MultiAgentEnv": "gem.multiagent:MultiAgentEnv",
+        "AgentSelector": "gem.multiagent:AgentSelector",
+    },
     "gem.envs.math_env": {
         "MathEnv": "gem_envs_math.env:MathEnv",
         "TERMINAL_STATE": "gem.core:TERMINAL_STATE",

@@ -47,6 +47,7 @@ class DatasetEnv(Env):
         self._order: list[int] | None = None
         self._epoch_seed = 0
         self._position = 0
+        self._replaced: Any = None
         if seed is not None:  # a constructor seed (the reference envs take one) fixes the order
             self._seed(seed)
 
@@ -68,6 +69,7 @@ class DatasetEnv(Env):
         """Pose the next record; ``idx`` picks record ``idx``, ``seed`` restarts the
         shuffled order from that seed. ``info`` holds ``idx`` and ``epoch``."""
         super().reset(seed)
+        self._replaced = None
         if idx is not None:
             if not 0 <= int(idx) < len(self.records):
                 raise IndexError(f"idx={idx} is outside the dataset (0..{len(self.records) - 1})")
@@ -100,10 +102,18 @@ class DatasetEnv(Env):
 
     @property
     def record(self) -> Any:
-        """The record posed now."""
+        """The record posed now (or the one assigned to it since the last reset)."""
+        if self._replaced is not None:
+            return self._replaced
         if self.index is None:
             raise RuntimeError("call reset() before step()")
         return self.records[self.index]
+
+    @record.setter
+    def record(self, record: Any) -> None:
+        # the reference's evaluation loops assign the gold answer (or tests) and step
+        # without a reset; envs' ``answer``/``tests`` setters route here. Next reset undoes it.
+        self._replaced = record
 
     def pose(self, record: Any) -> str:
         """The observation that poses ``record``."""

@@ -51,7 +51,11 @@ class Records(Sequence):
     def __getitem__(self, index: int) -> Any: ...
     @overload
     def __getitem__(self, index: slice) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, index: str) -> list[Any]: ...
     def __getitem__(self, index):
+        if isinstance(index, str):  # a column, as ``datasets.Dataset["question"]`` gives
+            return [record[index] for record in self._records]
         return self._records[index]
 
     def __len__(self) -> int:
