@@ -36,3 +36,10 @@ def test_assigned_record_is_graded_without_reset_and_undone_by_reset():
     assert env.step("gold")[1] == 1.0
     env.reset()
     assert env.record == ROWS[0]
+
+
+def test_a_seed_in_env_kwargs_is_that_envs_reset_seed(count_registry):
+    own = {"seed": 7}
+    with gem.make_vec(["test:Count-v0-hard"] * 2, backend="sync") as envs:
+        obs, _ = envs.reset(env1_kwargs=own)
+    assert obs[1] == gem.make("test:Count-v0-hard").reset(seed=7)[0] and own == {"seed": 7}

@@ -75,7 +75,7 @@ class VectorEnv(ABC):
         reference's form), which go to env ``i`` only: ``reset(env0_kwargs={"idx": 3})``.
         """
         indices = list(range(self.num_envs)) if indices is None else list(indices)
-        own = {i: kwargs.pop(f"env{i}_kwargs") for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
+        own = {i: dict(kwargs.pop(f"env{i}_kwargs")) for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
         if seed is None and self._base_seed is not None:
             # the first reset uses make_vec's seed: seed + i, or one seed (or None) per env
             first, self._base_seed = self._base_seed, None
@@ -90,6 +90,8 @@ class VectorEnv(ABC):
             seeds = list(seed)
             if len(seeds) != len(indices):
                 raise ValueError(f"got {len(seeds)} seeds for {len(indices)} envs")
+        # a seed in env{i}_kwargs is that env's reset seed
+        seeds = [own[i].pop("seed") if "seed" in own.get(i, {}) else s for i, s in zip(indices, seeds)]
         results = self._run([(i, "reset", (s, {**kwargs, **own.get(i, {})}), {}) for i, s in zip(indices, seeds)])
         return [r[0] for r in results], [r[1] for r in results]
 
