@@ -26,7 +26,8 @@ def test_correct_wrong_and_no_code() -> None:
     assert env.step(fenced("a, b = map(int, input().split())\nprint(a + b, ' ')"))[1:3] == (1.0, True)
     env.reset()
     obs, reward, terminated, truncated, info = env.step(fenced("print(3)"))
-    assert (obs, reward, terminated, truncated) == (TERMINAL_STATE, 0.0, True, True)  # single-turn: truncated too, as the reference
+    # single-turn: truncated too, as the reference
+    assert (obs, reward, terminated, truncated) == (TERMINAL_STATE, 0.0, True, True)
     assert info["correct"] is False and info["first_failure"] == "test 2: wrong answer"
     env.reset()
     obs, reward, terminated, _, info = env.step("a + b")
