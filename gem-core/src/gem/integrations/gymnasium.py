@@ -68,7 +68,9 @@ class GymnasiumEnv(gymnasium.Env):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.gem_env.step(str(action))
-        return self._text(obs), float(reward), bool(terminated), bool(truncated), dict(info)
+        # GEM's single-turn envs (as the reference's) end with terminated and truncated both set;
+        # in Gymnasium an episode that terminated is not also cut short, so terminated wins
+        return self._text(obs), float(reward), bool(terminated), bool(truncated) and not terminated, dict(info)
 
     def close(self) -> None:
         self.gem_env.close()
