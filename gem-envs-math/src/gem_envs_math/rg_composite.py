@@ -18,11 +18,7 @@ from typing import Any
 import reasoning_gym
 from reasoning_gym.composite import DatasetSpec
 
-import gem
-from gem.core import StepResult
 from gem_envs_math import rg_env
-from gem_envs_math.extract import extract_final_answer
-from gem_envs_math.pool import shared_pool
 from gem_envs_math.rg_datasets import COMPOSITE_DEFAULT
 
 
@@ -64,41 +60,5 @@ class CompositeEnv(rg_env.ReasoningGymEnv):
             return None
         return _composite(self.specs, self.size, self._current[0])[self._current[1]]
 
-    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        gem.Env.reset(self, seed)
-        if idx is not None:
-            if not 0 <= int(idx) < self.size:
-                raise IndexError(f"idx={idx} is outside the dataset (0..{self.size - 1})")
-            self._current = (self.seed, int(idx))
-        else:
-            if seed is not None or self._epoch_seed is None or self._position >= self.size:
-                self._epoch_seed = (self.seed + self.rng.getrandbits(31)) % 2**31
-                self._position = 0
-            self._current = (self._epoch_seed, self._position)
-            self._position += 1
-        self.entry = self._item()
-        return str(self.entry["question"]), {"dataset": self.entry["metadata"]["source_dataset"]}
-
-    def step(self, action: str) -> StepResult:
-        if self.entry is None or self._current is None:
-            raise RuntimeError("call reset() before step()")
-        answer = extract_final_answer(action if isinstance(action, str) else str(action))
-        source = self.entry["metadata"]["source_dataset"]
-        info: dict[str, Any] = {"extracted_answer": answer, "reference_answer": self.answer, "dataset": source}
-        if answer is None:
-            info.update(correct=False, format_error=True, grade_status="no_answer")
-            return rg_env.TERMINAL_STATE, self.format_error_reward, True, False, info
-        if len(answer) > rg_env.MAX_ANSWER_CHARS:
-            info.update(correct=False, format_error=False, grade_status="too_long", extracted_answer=answer[:100])
-            return rg_env.TERMINAL_STATE, 0.0, True, False, info
-        outcome = shared_pool("reasoning_gym").call(rg_env._SCORE, source, self.size, self._current[0], answer,
-                                                    self.entry, timeout=self.grade_timeout)
-        score = float(outcome.value) if outcome.status == "ok" else 0.0
-        info.update(correct=score >= 1.0, format_error=False, grade_status=outcome.status, score=score)
-        return rg_env.TERMINAL_STATE, score, True, False, info
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.set_rng_state(state["rng"])
-        self._epoch_seed, self._position = state["epoch_seed"], state["position"]
-        self._current = tuple(state["current"]) if state["current"] else None  # type: ignore[assignment]
-        self.entry = self._item()
+    def _source(self) -> str:
+        return self.entry["metadata"]["source_dataset"]

@@ -84,8 +84,18 @@ class ReasoningGymEnv(gem.Env):
                 self._position = 0
             self._current = (self._epoch_seed, self._position)
             self._position += 1
-        self.entry = _dataset(self.name, self.size, self._current[0])[self._current[1]]
-        return str(self.entry["question"]), {"dataset": self.name}
+        self.entry = self._item()
+        return str(self.entry["question"]), {"dataset": self._source()}
+
+    def _item(self) -> dict[str, Any] | None:
+        """The dataset item ``self._current`` names."""
+        if self._current is None:
+            return None
+        return _dataset(self.name, self.size, self._current[0])[self._current[1]]
+
+    def _source(self) -> str:
+        """The reasoning-gym dataset whose ``score_answer`` grades the current item."""
+        return self.name
 
     @property
     def answer(self) -> str | None:
@@ -96,7 +106,7 @@ class ReasoningGymEnv(gem.Env):
         if self.entry is None or self._current is None:
             raise RuntimeError("call reset() before step()")
         answer = extract_final_answer(action if isinstance(action, str) else str(action))
-        info: dict[str, Any] = {"extracted_answer": answer, "reference_answer": self.answer}
+        info: dict[str, Any] = {"extracted_answer": answer, "reference_answer": self.answer, "dataset": self._source()}
         if answer is None:
             info.update(correct=False, format_error=True, grade_status="no_answer")
             return TERMINAL_STATE, self.format_error_reward, True, True, info
@@ -104,7 +114,7 @@ class ReasoningGymEnv(gem.Env):
             info.update(correct=False, format_error=False, grade_status="too_long", extracted_answer=answer[:100])
             return TERMINAL_STATE, 0.0, True, True, info
         outcome = shared_pool("reasoning_gym").call(
-            _SCORE, self.name, self.size, self._current[0], answer, self.entry, timeout=self.grade_timeout
+            _SCORE, self._source(), self.size, self._current[0], answer, self.entry, timeout=self.grade_timeout
         )
         score = float(outcome.value) if outcome.status == "ok" else 0.0
         info.update(correct=score >= 1.0, format_error=False, grade_status=outcome.status, score=score)
@@ -125,4 +135,4 @@ class ReasoningGymEnv(gem.Env):
         self.set_rng_state(state["rng"])
         self._epoch_seed, self._position = state["epoch_seed"], state["position"]
         self._current = tuple(state["current"]) if state["current"] else None  # type: ignore[assignment]
-        self.entry = _dataset(self.name, self.size, self._current[0])[self._current[1]] if self._current else None
+        self.entry = self._item()
