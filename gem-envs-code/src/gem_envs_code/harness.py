@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_envs_code.problems import AssertTest, IOTest, Problem, normalize_output
+from gem_envs_code.pyparse import parse_python
 from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
 from gem_tools.sandbox.runner import Process, run_sync
 
@@ -78,7 +79,7 @@ def _ended_badly(result: SandboxResult, timeout: float) -> str | None:
 def referenced_names(code: str) -> list[str]:
     """The plain names ``code`` reads: the ones the judge may take from the program."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError):
         return []
     return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})

@@ -26,6 +26,7 @@ from gem import data
 from gem.data import Records, read_packaged_rows, require_keys
 from gem.errors import DataUnavailableError
 from gem_envs_code.problems import AssertTest, IOTest, Problem
+from gem_envs_code.pyparse import parse_python
 
 FENCE = "```"
 HUMANEVAL_INSTRUCTION = (
@@ -65,7 +66,7 @@ def _mbpp_entry_point(doc: Mapping[str, Any]) -> str:
         with warnings.catch_warnings():  # some reference programs hold invalid escapes like "\w"
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            tree = ast.parse(doc["code"])
+            tree = parse_python(doc["code"])
         names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     except SyntaxError:
         names = []
