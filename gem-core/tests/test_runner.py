@@ -181,6 +181,64 @@ def test_64_concurrent_sync_envs_all_step_at_once():
     assert not barrier.broken
 
 
+def test_256_concurrent_sync_envs_all_step_at_once_and_every_result_comes_back():
+    # past executor.BUSY calls in flight the loop collects results on a timer instead of being
+    # woken: every step must still come back, and the run must still end once fewer remain
+    barrier = threading.Barrier(256, timeout=60)
+
+    async def act(observation):
+        return "\\boxed{0}"
+
+    async def both():
+        crowd = run_episodes(lambda: BarrierEnv(barrier, high=10**6, max_turns=3), act, seeds=range(256),
+                             concurrency=256)
+        return await asyncio.wait_for(crowd, 120)
+
+    trajs = asyncio.run(both())
+    assert all(len(t) == 3 and t.error is None for t in trajs)
+    assert not barrier.broken
+
+
+def test_pool_results_come_back_after_the_timer_stops():
+    from gem.executor import BUSY, ThreadPool
+
+    async def main():
+        with ThreadPool(BUSY * 2) as pool:
+            crowd = [pool.run(time.sleep, 0.001 * (i % 7)) for i in range(BUSY * 2)]
+            assert await asyncio.wait_for(asyncio.gather(*crowd), 60) == [None] * (BUSY * 2)
+            # fewer calls than BUSY // 2 now: each is woken for again
+            for value in range(5):
+                assert await asyncio.wait_for(pool.run(lambda v=value: v), 10) == value
+
+    asyncio.run(main())
+
+
+def test_the_collectors_threshold_is_raised_during_a_run_and_restored(count_registry):
+    import gc
+
+    from gem.runner import GC_THRESHOLD
+
+    seen = []
+
+    async def act(observation):
+        seen.append(gc.get_threshold()[0])
+        return "\\boxed{0}"
+
+    before = gc.get_threshold()
+    run("test:Count-v0", act, seeds=range(4), max_turns=2)
+    assert min(seen) >= GC_THRESHOLD and gc.get_threshold() == before
+    seen.clear()
+    run("test:Count-v0", act, seeds=range(2), max_turns=2, gc_threshold=None)
+    assert set(seen) == {before[0]}
+
+    async def two_runs():  # the last of two overlapping runs restores the original
+        await asyncio.gather(run_episodes("test:Count-v0", act, seeds=range(3), max_turns=2),
+                             run_episodes("test:Count-v0", act, seeds=range(5), max_turns=3))
+
+    asyncio.run(two_runs())
+    assert gc.get_threshold() == before
+
+
 def test_the_runner_leaves_the_default_executor_alone(count_registry):
     names = set()
 
