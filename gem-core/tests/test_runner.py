@@ -237,6 +237,13 @@ def test_the_collectors_threshold_is_raised_during_a_run_and_restored(count_regi
 
     asyncio.run(two_runs())
     assert gc.get_threshold() == before
+    seen.clear()
+    gc.set_threshold(0)  # automatic collection off stays off
+    try:
+        run("test:Count-v0", act, seeds=range(2), max_turns=2)
+    finally:
+        gc.set_threshold(*before)
+    assert set(seen) == {0}
 
 
 def test_the_runner_leaves_the_default_executor_alone(count_registry):

@@ -238,15 +238,16 @@ _gc_runs: list[tuple[int, int, int]] = []  # the thresholds to restore, one entr
 
 @contextlib.contextmanager
 def _young_generation(threshold: int | None) -> Iterator[None]:
-    """Raise the collector's first threshold to ``threshold`` (never lower it) for the
-    duration; the last of several concurrent runs to end restores the original."""
+    """Raise the collector's first threshold to ``threshold`` for the duration (never lower
+    it, never turn on a collector that ``gc.set_threshold(0)`` turned off); the last of
+    several concurrent runs to end restores the original."""
     if threshold is None:
         yield
         return
     with _gc_lock:
         before = gc.get_threshold()
         _gc_runs.append(before)
-        if threshold > before[0]:
+        if threshold > before[0] > 0:  # 0 means automatic collection is off: left off
             gc.set_threshold(threshold, *before[1:])
     try:
         yield
