@@ -284,16 +284,19 @@ def test_a_step_that_never_returns_times_out_and_the_env_is_replaced():
         return built[-1]
 
     async def act(observation, context):
-        return "hang" if context.index == 0 else "\\boxed{0}"
+        if context.index == 0:
+            return "hang"
+        await asyncio.sleep(0.02)  # later episodes outlast the timeout: the stuck env is free to be misused
+        return "\\boxed{0}"
 
     try:
-        trajs = run(factory, act, seeds=range(6), concurrency=2, step_timeout=0.5, on_error="record",
+        trajs = run(factory, act, seeds=range(40), concurrency=2, step_timeout=0.3, on_error="record",
                     episode_timeout=30)
     finally:
         HangingEnv.release.set()
     assert trajs[0].error.startswith("StepTimeoutError") and not trajs[0].turns
     assert all(t.error is None and len(t) == 2 for t in trajs[1:])
-    assert built[0].resets == 1  # the stuck env was never handed to a later episode
+    assert built[0].resets == 1 and len(built) == 3  # the stuck env was never handed to a later episode
     with pytest.raises(gem.errors.StepTimeoutError):
         HangingEnv.release.clear()
         try:

@@ -346,15 +346,21 @@ async def run_episodes(
         make_env = functools.partial(_ProcessEnv, remote)
 
     async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        # env_busy stays set when the call did not end (a step timeout, or the episode
+        # cancelled by its timeout): a thread may still be inside the env, never reuse it
         state.env_busy = True
         try:
             if step_timeout is None or remote is not None:  # worker processes enforce their own timeout
-                return await fn(*args)
-            return await asyncio.wait_for(fn(*args), step_timeout)
+                result = await fn(*args)
+            else:
+                result = await asyncio.wait_for(fn(*args), step_timeout)
         except asyncio.TimeoutError:
             raise StepTimeoutError(f"env {fn.__name__.lstrip('a')} did not return within {step_timeout} s") from None
-        finally:
+        except Exception:  # the env raised: its call is over
             state.env_busy = False
+            raise
+        state.env_busy = False
+        return result
 
     async def play(index: int, seed: int | None, traj: Trajectory, state: _Episode) -> None:
         if idle:
@@ -377,12 +383,14 @@ async def run_episodes(
             if isinstance(action, tuple):
                 action, policy_info = action
             t1 = time.perf_counter()
-            if direct:
+            if direct:  # as env_call does
                 state.env_busy = True
                 try:
                     next_obs, reward, terminated, truncated, info = await pool.run(env_.step, action)
-                finally:
+                except Exception:
                     state.env_busy = False
+                    raise
+                state.env_busy = False
             else:
                 next_obs, reward, terminated, truncated, info = await env_call(state, env_.astep, action)
             t2 = time.perf_counter()
