@@ -107,6 +107,17 @@ def _install_tree(session: nox.Session, package: str, extras: str = "test") -> N
         session.run(*command)
 
 
+def _prune_venv(session: nox.Session) -> None:
+    """Delete a passed session's venv: ``nox -s tests`` builds about fifteen, several with torch, and kept
+    they need some 12 GB of disk (CI once ran out). Kept when nox was asked to reuse venvs (``-r``) or
+    ``GEM_KEEP_VENVS=1``; a failed session never reaches this, so its venv stays for debugging."""
+    venv = session.virtualenv
+    location = getattr(venv, "location", None)
+    if not location or getattr(venv, "reuse_existing", False) or os.environ.get("GEM_KEEP_VENVS") == "1":
+        return
+    shutil.rmtree(location, ignore_errors=True)
+
+
 def _ensure_system_packages(session: nox.Session, package: str) -> None:
     missing = {cmd: deb for cmd, deb in SYSTEM_PACKAGES.get(package, {}).items() if shutil.which(cmd) is None}
     if not missing:
@@ -131,6 +142,7 @@ def tests(session: nox.Session, package: str) -> None:
         # session per call, so each parametrisation is named)
         for framework in sorted(INTEGRATIONS):
             session.notify(f"integration(framework={framework!r})")
+    _prune_venv(session)
 
 
 @nox.session
@@ -146,6 +158,7 @@ def integration(session: nox.Session, framework: str) -> None:
         session.install("--no-deps", "-e", str(ROOT / "gem-train"))
     session.run("pytest", str(ROOT / "gem-core" / "tests" / "integrations" / f"test_{framework}.py"), "-q",
                 "-p", "no:cacheprovider", *session.posargs)
+    _prune_venv(session)
 
 
 @nox.session
