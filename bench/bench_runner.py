@@ -2,7 +2,8 @@
 
 Each step of the envs here waits 20 ms ± 75 % (uniform in 5..35 ms), the shape of a
 sandboxed test run or a tool call: ``blocking`` envs ``time.sleep`` inside a plain
-``step``; ``async`` envs ``await asyncio.sleep`` in a native ``astep``. The policy
+``step`` (``blocking/p2``: the same envs in two worker processes, ``processes=2``);
+``async`` envs ``await asyncio.sleep`` in a native ``astep``. The policy
 answers at once, so the ideal is ``concurrency / 20 ms`` steps per second. The thread
 vector env (``make_vec(..., async_mode=True)``) steps the same envs in lockstep.
 
@@ -65,7 +66,14 @@ class AsyncEnv(BlockingEnv):
         return self._advance()
 
 
-def runner_rates(cls: type[Env], concurrency: int, seconds: float) -> tuple[float, float]:
+#: the runner rows: envs whose step blocks in threads of the runner's process, the same envs in
+#: worker processes (``processes=2``: their threads split over two interpreter locks), and
+#: envs with a native ``astep``
+KINDS = (("blocking", BlockingEnv, None), ("blocking/p2", BlockingEnv, 2), ("async", AsyncEnv, None))
+
+
+def runner_rates(cls: type[Env], concurrency: int, seconds: float, processes: int | None = None
+                 ) -> tuple[float, float]:
     """(steady, whole): steps/s while every episode slot is busy (the middle of the run,
     without start-up and the last episodes' tail), and over the whole run."""
     episodes = max(concurrency, int(seconds * concurrency / MEAN_DELAY / TURNS))
@@ -76,7 +84,7 @@ def runner_rates(cls: type[Env], concurrency: int, seconds: float) -> tuple[floa
         return "x"
 
     start = time.perf_counter()
-    trajs = run(cls, instant, seeds=range(episodes), concurrency=concurrency)
+    trajs = run(cls, instant, seeds=range(episodes), concurrency=concurrency, processes=processes)
     elapsed = time.perf_counter() - start
     return _steady(calls), sum(len(t) for t in trajs) / elapsed
 
@@ -155,23 +163,23 @@ def main() -> None:
         for n in args.concurrency:
             rounds[n, "floor"].append(loop_floor(n, args.seconds))
             rounds[n, "vec"].append(vector_rate(BlockingEnv, n, args.seconds))
-            for name, cls in (("blocking", BlockingEnv), ("async", AsyncEnv)):
-                ours, whole = runner_rates(cls, n, args.seconds)
+            for name, cls, processes in KINDS:
+                ours, whole = runner_rates(cls, n, args.seconds, processes)
                 rounds[n, name].append(ours)
                 rounds[n, name + " whole"].append(whole)
     print(f"steps/s, best of {args.repeats} rounds (runner/ideal's median in brackets); 'runner' is steady "
           "state (every slot busy), 'whole' includes start-up and the tail; 'floor' is bare asyncio.sleep tasks "
           "(no env, no runner) on this machine now")
-    print(f"{'env':<9} {'conc':>5} {'ideal':>7} {'floor':>7} {'runner':>7} {'whole':>7} {'vec-thr':>7} "
+    print(f"{'env':<11} {'conc':>5} {'ideal':>7} {'floor':>7} {'runner':>7} {'whole':>7} {'vec-thr':>7} "
           f"{'runner/ideal':>12} {'(median)':>8} {'floor/ideal':>11} {'runner/floor':>12} {'vec/ideal':>9} "
           f"{'runner/vec':>10}")
     for n in args.concurrency:
         floor, vec = max(rounds[n, "floor"]), max(rounds[n, "vec"])
-        for name in ("blocking", "async"):
+        for name, _, _ in KINDS:
             ideal = n / MEAN_DELAY
             ours, median = max(rounds[n, name]), statistics.median(rounds[n, name])
             whole = max(rounds[n, name + " whole"])
-            print(f"{name:<9} {n:>5} {ideal:>7,.0f} {floor:>7,.0f} {ours:>7,.0f} {whole:>7,.0f} {vec:>7,.0f} "
+            print(f"{name:<11} {n:>5} {ideal:>7,.0f} {floor:>7,.0f} {ours:>7,.0f} {whole:>7,.0f} {vec:>7,.0f} "
                   f"{ours / ideal:>12.0%} {f'({median / ideal:.0%})':>8} {floor / ideal:>11.0%} "
                   f"{ours / floor:>12.0%} {vec / ideal:>9.0%} {ours / vec:>9.2f}x", flush=True)
     raw, threads, processes = cpu_rates(16, args.seconds)

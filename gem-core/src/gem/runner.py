@@ -12,22 +12,21 @@ and evaluation both collect experience through :func:`run_episodes`.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import functools
 import gc
 import inspect
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gem.core import Env
-from gem.errors import EpisodeTimeoutError, StepTimeoutError, VectorEnvError
+from gem.errors import EpisodeTimeoutError, StepTimeoutError
 from gem.executor import ThreadPool
-from gem.vector.base import Call
-from gem.vector.slot import Failure
+from gem.runner_processes import ProcessEnv, ProcessEnvs
 
 Policy = Callable[[Any], Awaitable[str] | str]
 
@@ -106,9 +105,9 @@ class EpisodeContext:
     env_id: str | None
 
 
-def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awaitable[Any]]:
-    """``policy`` as ``await call(observation, context_factory)``; the context is built only
-    for policies that take one (it is on every step's path)."""
+def _policy_fn(policy: Any) -> tuple[Callable[..., Any], bool]:
+    """``(act, wants_context)``: the function to call with each observation, and whether it
+    takes a ``context`` keyword."""
     fn = getattr(policy, "act", policy)
     if not callable(fn):
         raise TypeError("policy must be an async function act(observation) -> str or have an .act method")
@@ -116,6 +115,13 @@ def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awai
         wants_context = "context" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # builtins without a signature
         wants_context = False
+    return fn, wants_context
+
+
+def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awaitable[Any]]:
+    """``policy`` as ``await call(observation, context_factory)``; the context is built only
+    for policies that take one."""
+    fn, wants_context = _policy_fn(policy)
 
     async def call(observation: Any, context: Callable[[], EpisodeContext]) -> Any:
         result = fn(observation, context=context()) if wants_context else fn(observation)
@@ -124,105 +130,6 @@ def _as_async(policy: Any) -> Callable[[Any, Callable[[], EpisodeContext]], Awai
         return result
 
     return call
-
-
-class _ProcessEnvs:
-    """The envs of a run with ``processes=N``: ``slots`` envs spread over N worker
-    processes. Each worker is a one-worker
-    :class:`~gem.vector.process.ProcessVectorEnv` (autoreset off) with its own
-    dispatcher: the calls pending for it run as one batch while the next one gathers,
-    and workers never wait for each other."""
-
-    def __init__(self, make_env: Callable[[], Env], slots: int, processes: int, step_timeout: float | None,
-                 pool: ThreadPool) -> None:
-        workers = max(1, min(processes, slots))
-        self.workers: list[_ProcessWorker] = []
-        try:
-            for w in range(workers):
-                self.workers.append(_ProcessWorker(make_env, len(range(w, slots, workers)), step_timeout, pool))
-        except BaseException:
-            self.close()
-            raise
-        self.env_id = self.workers[0].vec.call("env_id", indices=[0])[0]
-        # slots taken in turn from each worker, so that a run with fewer episodes still uses them all
-        self.free = collections.deque(
-            (worker, i) for i in range(max(w.vec.num_envs for w in self.workers)) for worker in self.workers
-            if i < worker.vec.num_envs)
-
-    def close(self) -> None:
-        for worker in self.workers:
-            worker.close()
-
-
-class _ProcessWorker:
-    """One worker process of :class:`_ProcessEnvs` and the dispatcher that feeds it."""
-
-    def __init__(self, make_env: Callable[[], Env], slots: int, step_timeout: float | None, pool: ThreadPool) -> None:
-        from gem.vector.process import ProcessVectorEnv
-
-        self.vec = ProcessVectorEnv([make_env] * slots, num_workers=1, seed=None, autoreset_mode="disabled",
-                                    step_timeout=step_timeout)
-        self._pool = pool
-        self._pending: list[tuple[Call, asyncio.Future]] = []
-        self._wake = asyncio.Event()
-        self._dispatcher = asyncio.ensure_future(self._dispatch())
-
-    async def call(self, index: int, method: str, args: tuple) -> Any:
-        entry = ((index, method, args, {}), asyncio.get_running_loop().create_future())
-        self._pending.append(entry)
-        self._wake.set()
-        try:
-            return await entry[1]
-        except asyncio.CancelledError:
-            # not sent yet: withdraw it. Sent: it finishes in its batch before this env's next call
-            # runs (batches run one after another), so the env can be reused either way
-            if entry in self._pending:
-                self._pending.remove(entry)
-            raise
-
-    async def _dispatch(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._pending = self._pending, []
-            try:
-                results = await self._pool.run(self.vec._execute, [call for call, _ in batch])
-            except Exception as exc:  # the vector env itself broke: every caller hears of it
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), result in zip(batch, results):
-                if future.done():
-                    continue
-                if not isinstance(result, Failure):
-                    future.set_result(result)
-                elif result.type == "StepTimeout":
-                    future.set_exception(StepTimeoutError(result.describe()))
-                else:
-                    future.set_exception(VectorEnvError(f"{result.describe()}\n{result.traceback}", result.index,
-                                                        result.env_id))
-
-    def close(self) -> None:
-        self._dispatcher.cancel()
-        self.vec.close()
-
-
-class _ProcessEnv:
-    """One slot of :class:`_ProcessEnvs`, with the async half of the Env API the runner uses."""
-
-    def __init__(self, envs: _ProcessEnvs) -> None:
-        self.worker, self.index = envs.free.popleft()
-        self.env_id = envs.env_id
-
-    async def areset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
-        return await self.worker.call(self.index, "reset", (seed, {}))
-
-    async def astep(self, action: str) -> Any:
-        return await self.worker.call(self.index, "step", (action,))
-
-    def close(self) -> None:
-        """The slot's env closes with the others, in :meth:`_ProcessEnvs.close`."""
 
 
 #: the collector's first-generation threshold while runs are in progress (CPython's default
@@ -299,10 +206,12 @@ async def run_episodes(
     Envs without a native ``astep`` step in a thread pool that this call owns, with up to
     ``threads`` threads (default: ``concurrency`` and a quarter more, so every episode can
     be inside a blocking step at once while some threads still hand results back); see
-    :mod:`gem.executor`. For CPU-bound envs, ``processes=N``
-    keeps ``concurrency`` envs in N worker processes instead (the process vector env's
-    workers: a worker that dies or hangs past ``step_timeout`` is restarted, and the
-    episodes it held end with an error); ``env`` must then be an id or a picklable factory
+    :mod:`gem.executor`. ``processes=N`` keeps the ``concurrency`` envs in N worker
+    processes instead, each running its envs' calls concurrently in threads of its own
+    (:mod:`gem.runner_processes`): CPU-bound envs use every core, and hundreds of blocking
+    envs split their threads over N interpreter locks. A worker that dies or hangs past
+    ``step_timeout`` is killed and restarted; the calls it was running fail and its other
+    envs' episodes end with ``EpisodeLost``. ``env`` must be an id or a picklable factory
     when the process start method is not ``fork``.
 
     ``step_timeout`` bounds each env ``reset``/``step`` and ``episode_timeout`` a whole
@@ -332,18 +241,18 @@ async def run_episodes(
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be > 0 seconds, got {value}")
     make_env = _env_factory(env, wrappers, tokenizer)
-    act = _as_async(policy)
+    act, wants_context = _policy_fn(policy)
     idle: list[Env] = []  # envs between episodes, reused by the next one
     created: list[Env] = []
     abandoned: set[int] = set()  # ids of envs left inside a call that overran
     semaphore = asyncio.Semaphore(concurrency)
     pool = ThreadPool(threads or concurrency + max(4, concurrency // 4))
-    remote: _ProcessEnvs | None = None
+    remote: ProcessEnvs | None = None
     if processes is not None:
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
-        remote = _ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
-        make_env = functools.partial(_ProcessEnv, remote)
+        remote = ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
+        make_env = functools.partial(ProcessEnv, remote)
 
     async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
         # env_busy stays set when the call did not end (a step timeout, or the episode
@@ -378,7 +287,13 @@ async def run_episodes(
         direct = step_timeout is None and type(env_).astep is Env.astep
         while max_turns is None or len(traj.turns) < max_turns:
             t0 = time.perf_counter()
-            action = await act(obs, lambda: EpisodeContext(index, seed, len(traj.turns), traj.env_id))
+            # the policy is called here, not through a wrapper coroutine: this is every step's path
+            if wants_context:
+                action = act(obs, context=EpisodeContext(index, seed, len(traj.turns), traj.env_id))
+            else:
+                action = act(obs)
+            if type(action) is types.CoroutineType or (type(action) is not str and inspect.isawaitable(action)):
+                action = await action
             policy_info: dict[str, Any] = {}
             if isinstance(action, tuple):
                 action, policy_info = action
@@ -391,6 +306,8 @@ async def run_episodes(
                     state.env_busy = False
                     raise
                 state.env_busy = False
+            elif remote is not None:  # a worker process's env (its worker enforces step_timeout)
+                next_obs, reward, terminated, truncated, info = await env_.worker.call(env_.index, "step", (action,))
             else:
                 next_obs, reward, terminated, truncated, info = await env_call(state, env_.astep, action)
             t2 = time.perf_counter()
@@ -424,7 +341,7 @@ async def run_episodes(
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                if state.env_busy and not isinstance(state.env, _ProcessEnv):  # stuck in a call: never reuse it
+                if state.env_busy and not isinstance(state.env, ProcessEnv):  # stuck in a call: never reuse it
                     pool.abandon()
                     if state.env is not None:
                         abandoned.add(id(state.env))

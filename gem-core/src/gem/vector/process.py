@@ -28,6 +28,13 @@ from gem.vector.slot import AutoresetMode, Failure, Slot
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
 
 
+def default_start_method() -> str:
+    """``fork`` while this process has a single thread: it needs no ``__main__`` guard
+    and works with envs defined in a notebook or script. With other threads alive
+    (an inference engine, thread pools) forking is unsafe, so ``forkserver``."""
+    return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
+
+
 def _poll(conn: Connection) -> bool:
     try:
         return conn.poll(0)
@@ -136,12 +143,7 @@ class ProcessVectorEnv(VectorEnv):
             raise
 
     def _start_method(self) -> str:
-        """``fork`` while this process has a single thread: it needs no ``__main__`` guard
-        and works with envs defined in a notebook or script. With other threads alive
-        (an inference engine, thread pools) forking is unsafe, so ``forkserver``."""
-        if self._context is not None:
-            return self._context
-        return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
+        return self._context if self._context is not None else default_start_method()
 
     def _start(self, slot_args: list[SlotArgs]) -> _Worker:
         method = self._method
