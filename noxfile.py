@@ -207,8 +207,9 @@ def demo(session: nox.Session) -> None:
 
 #: the reference package (PyPI gem-llm) for the games' side-by-side table, in a venv of its own;
 #: --no-deps: its declared dependencies pull a CUDA stack, and its game envs need only these
+#: (nltk for its word games, which the bench gives a words corpus built offline)
 REFERENCE = ["gem-llm==0.1.0"]
-REFERENCE_GAME_DEPS = ["numpy", "reasoning-gym", "pandas"]
+REFERENCE_GAME_DEPS = ["numpy", "reasoning-gym", "pandas", "nltk==3.9.1"]
 
 
 @nox.session

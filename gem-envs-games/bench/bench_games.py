@@ -12,16 +12,24 @@ Three tables:
    this file's own loop; ours is measured by the same worker under this interpreter (a
    fresh process each side, so neither carries the first table's heap); the two sides
    take turns, ``--repeats`` times each, and the best rate of each side counts (the
-   machine is shared: the best run is the one least disturbed). Without a reference interpreter the table is skipped with a note;
+   machine is shared: the best run is the one least disturbed). Without a reference
+   interpreter the table is skipped with a note;
 3. with ``--hostile``: one step's time on hostile actions of n and 4n characters per
    game; a linear parser shows a ratio near 4, a quadratic one near 16.
 
 A reference interpreter, kept out of this repository (the game envs need numpy,
-reasoning-gym and pandas; Wordle, Hangman and WordSearch need nltk corpora, which
-cannot be downloaded here, so they are reported as skipped)::
+reasoning-gym, pandas and nltk)::
 
     python -m venv /tmp/gem-ref && /tmp/gem-ref/bin/pip install -e /path/to/axon-rl/gem --no-deps
-    /tmp/gem-ref/bin/pip install numpy reasoning-gym pandas
+    /tmp/gem-ref/bin/pip install numpy reasoning-gym pandas nltk==3.9.1
+
+The reference's Wordle, Hangman and WordSearch read nltk's ``words`` corpus, which nltk
+downloads at run time and this machine cannot. Its worker is given one built offline
+(``$NLTK_DATA``, :func:`nltk_words_corpus`): ``en`` is the web2 word list (the list nltk
+ships as ``en``) from the ``english-words`` package our games use, and ``en-basic`` (Ogden's
+850 words of Basic English in nltk) is a stand-in of the same size, our 850 most frequent
+dictionary words. The speed of the same rules on lists of the same size is compared, not
+which words are secrets.
 
     python gem-envs-games/bench/bench_games.py [--seconds 0.3] [--reference-python /tmp/gem-ref/bin/python]
 """
@@ -34,6 +42,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -103,13 +112,36 @@ def worker(seconds: float) -> None:
         print(json.dumps(measure(line.strip(), seconds)), flush=True)
 
 
+#: the size of nltk's ``en-basic`` list (Ogden's Basic English)
+BASIC_ENGLISH_SIZE = 850
+
+
+def nltk_words_corpus(root: str) -> str:
+    """Write nltk's ``words`` corpus under ``root`` (an ``$NLTK_DATA`` directory) from the
+    word lists installed with our games: ``en`` = web2, ``en-basic`` = a same-size stand-in."""
+    from english_words import get_english_words_set
+
+    from gem_envs_games import words
+
+    folder = os.path.join(root, "corpora", "words")
+    os.makedirs(folder, exist_ok=True)
+    web2 = sorted(get_english_words_set(["web2"], lower=False, alpha=True), key=lambda w: (w.lower(), w))
+    dictionary = words._dictionary_words()
+    basic = [w for w in words._ranked_words() if w in dictionary][:BASIC_ENGLISH_SIZE]
+    for name, entries in (("en", web2), ("en-basic", sorted(basic))):
+        with open(os.path.join(folder, name), "w", encoding="ascii") as out:
+            out.write("\n".join(w for w in entries if w.isascii()) + "\n")
+    return root
+
+
 class Worker:
     """A worker process measuring envs with the ``gem`` that ``python`` imports (ours or the reference's)."""
 
-    def __init__(self, python: str, seconds: float) -> None:
+    def __init__(self, python: str, seconds: float, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [python, os.path.abspath(__file__), "--worker", "--seconds", str(seconds)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, **(env or {})},
         )
 
     def measure(self, env_id: str) -> dict[str, Any]:
@@ -147,7 +179,9 @@ def against_reference(env_ids: list[str], python: str | None, seconds: float, re
         return
     # ours too in a worker: this process has made every preset above (heap, caches), the
     # reference's worker only the env it measures
-    ours_worker, reference = Worker(sys.executable, seconds), Worker(python, seconds)
+    corpus = tempfile.TemporaryDirectory(prefix="gem-bench-nltk-")
+    ours_worker = Worker(sys.executable, seconds)
+    reference = Worker(python, seconds, {"NLTK_DATA": nltk_words_corpus(corpus.name)})
     print(f"{'env id':<32} {'ours steps/s':>13} {'ref steps/s':>12} {'ours/ref':>9}")
     try:
         for env_id in env_ids:
@@ -167,6 +201,7 @@ def against_reference(env_ids: list[str], python: str | None, seconds: float, re
     finally:
         ours_worker.close()
         reference.close()
+        corpus.cleanup()
 
 
 def hostile(size: int) -> None:

@@ -35,17 +35,25 @@ def feedback(secret: str, guess: str) -> str:
     >>> feedback("APPLE", "PAPAL")
     'YYGXY'
     """
-    marks = ["X"] * len(guess)
-    unmatched: dict[str, int] = {}
-    for i, (s, g) in enumerate(zip(secret, guess)):
+    if secret == guess:
+        return "G" * len(guess)
+    # the secret's letters that are not green, each usable once for a yellow (left to right)
+    left = [s for s, g in zip(secret, guess) if s != g]
+    marks = []
+    for s, g in zip(secret, guess):
         if s == g:
-            marks[i] = "G"
+            marks.append("G")
+        elif g in left:
+            left.remove(g)
+            marks.append("Y")
         else:
-            unmatched[s] = unmatched.get(s, 0) + 1
-    for i, g in enumerate(guess):
-        if marks[i] != "G" and unmatched.get(g, 0) > 0:
-            marks[i] = "Y"
-            unmatched[g] -= 1
+            marks.append("X")
+    for g in guess[len(marks):]:  # letters past the end of a shorter secret: yellow or grey
+        if g in left:
+            left.remove(g)
+            marks.append("Y")
+        else:
+            marks.append("X")
     return "".join(marks)
 
 
@@ -55,6 +63,8 @@ def parse_word(text: str) -> str | None:
     >>> parse_word(" c r a n e "), parse_word("cr4ne")
     ('CRANE', None)
     """
+    if text.isascii() and text.isalpha():  # one word as written: the common case
+        return text.upper()
     if not _LETTERS.match(text):
         return None
     return "".join(text.split()).upper()
@@ -87,7 +97,8 @@ class WordleEnv(TurnGame):
         if self._random:
             self.word_length = self.rng.randint(3, 6)
             self.max_turns = self._max_turns_setting or TURNS_PER_LETTER * self.word_length
-        self.secret = self.rng.choice(words.secret_words(self.word_length)).upper()
+        self._look_up_lists()
+        self.secret = self.rng.choice(self._pool).upper()
         self.guesses = []
         self.greens = [False] * self.word_length
         return (
@@ -107,19 +118,21 @@ class WordleEnv(TurnGame):
         return parse_word(boxed)
 
     def play(self, guess: str) -> str | Outcome:
-        shown = guess if len(guess) <= 20 else guess[:20] + "..."
         if len(guess) != self.word_length:
+            shown = guess if len(guess) <= 20 else guess[:20] + "..."
             return f"{shown} has {len(guess)} letters, the word has {self.word_length}; the turn is lost."
-        if self.only_real_words and not words.is_real_word(guess):
-            return f"{shown} is not in the word list; the turn is lost."
+        # parse_word gave ASCII letters: what words.is_real_word checks first
+        if self.only_real_words and guess.lower() not in self._accepted:
+            return f"{guess} is not in the word list; the turn is lost."
         if guess in self.guesses:
-            return f"you already guessed {shown}; the turn is lost."
+            return f"you already guessed {guess}; the turn is lost."
         self.guesses.append(guess)
         marks = feedback(self.secret, guess)
         reward = self._green_credit(marks)
+        shown = " ".join(marks)
         if guess == self.secret:
-            return Outcome.win(f"{guess} -> {' '.join(marks)}. You found the word!", reward + 0.5)
-        return Outcome(f"{guess} -> {' '.join(marks)}", reward)
+            return Outcome.win(f"{guess} -> {shown}. You found the word!", reward + 0.5)
+        return Outcome(f"{guess} -> {shown}", reward)
 
     def task_suffix(self) -> str:
         return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
@@ -128,10 +141,12 @@ class WordleEnv(TurnGame):
         return f"\nThat was your last turn: the word was {self.secret}."
 
     def _green_credit(self, marks: Sequence[str]) -> float:
-        new = [i for i, m in enumerate(marks) if m == "G" and not self.greens[i]]
-        for i in new:
-            self.greens[i] = True
-        return 0.5 * len(new) / self.word_length
+        greens, new = self.greens, 0
+        for i, m in enumerate(marks):
+            if m == "G" and not greens[i]:
+                greens[i] = True
+                new += 1
+        return 0.5 * new / self.word_length
 
     def _example(self) -> str:
         """A common word other than the secret, to show the answer format."""
@@ -139,7 +154,8 @@ class WordleEnv(TurnGame):
         return next(w for w in pool if w.upper() != self.secret).upper()
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.choice(words.secret_words(self.word_length)).upper()}}}"
+        pool = self._pool if self.secret else words.secret_words(self.word_length)  # before the first reset
+        return f"\\boxed{{{self.rng.choice(pool).upper()}}}"
 
     def game_state(self) -> dict[str, Any]:
         return {
@@ -149,8 +165,14 @@ class WordleEnv(TurnGame):
             "greens": list(self.greens),
         }
 
+    def _look_up_lists(self) -> None:
+        """This episode's word lists, looked up once (random actions and every guess use them)."""
+        self._pool = words.secret_words(self.word_length)
+        self._accepted = words.guess_words(self.word_length)
+
     def load_game_state(self, state: dict[str, Any]) -> None:
         self.word_length, self.secret = state["word_length"], state["secret"]
+        self._look_up_lists()
         self.guesses, self.greens = list(state["guesses"]), list(state["greens"])
 
 
