@@ -177,6 +177,28 @@ def test_wordle_feedback(secret, guess, marks):
     assert feedback(secret, guess) == marks
 
 
+def test_wordle_feedback_matches_the_rule_on_random_words():
+    # Wordle's rule spelled out: greens first; then, left to right, a letter is yellow while the
+    # secret's non-green letters still hold one more of it
+    import collections
+    import random
+
+    def rule(secret, guess):
+        marks = ["G" if s == g else "X" for s, g in zip(secret, guess)]
+        left = collections.Counter(s for s, g in zip(secret, guess) if s != g)
+        for i, g in enumerate(guess):
+            if marks[i] != "G" and left[g] > 0:
+                marks[i] = "Y"
+                left[g] -= 1
+        return "".join(marks)
+
+    rng = random.Random(0)
+    for _ in range(20000):
+        length = rng.randint(1, 7)
+        secret, guess = ("".join(rng.choice("ABCDE") for _ in range(length)) for _ in range(2))
+        assert feedback(secret, guess) == rule(secret, guess), (secret, guess)
+
+
 def test_wordle_rewards_new_greens_then_the_win():
     env = WordleEnv(5, True, 25)
     env.reset(seed=0)
