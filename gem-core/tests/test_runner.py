@@ -6,7 +6,7 @@ import pytest
 
 import gem
 from gem.runner import run, run_episodes
-from gem.testing.envs import CountEnv
+from gem.testing.envs import BarrierEnv, CountEnv
 
 
 def binary_search_policy():
@@ -153,19 +153,6 @@ def test_wrappers_that_need_a_tokenizer_get_it(count_registry):
 
     trajs = run("test:Count-v0", act, seeds=[0], max_turns=1, wrappers="concat_chat", tokenizer=Template())
     assert trajs[0].turns[0].observation.endswith("|>")
-
-
-class BarrierEnv(CountEnv):
-    """Each step waits at a barrier shared by all episodes: it only releases when
-    ``parties`` steps are in flight at once (a broken barrier raises)."""
-
-    def __init__(self, barrier, **kwargs):
-        super().__init__(**kwargs)
-        self.barrier = barrier
-
-    def step(self, action):
-        self.barrier.wait()
-        return super().step(action)
 
 
 def test_64_concurrent_sync_envs_all_step_at_once():

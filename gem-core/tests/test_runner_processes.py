@@ -6,20 +6,7 @@ import threading
 import time
 
 from gem.runner import run
-from gem.testing.envs import CountEnv
-
-
-class BarrierEnv(CountEnv):
-    """Each step waits at a barrier of its worker process: it only releases when ``parties``
-    steps are in flight at once in that process (a broken barrier raises)."""
-
-    def __init__(self, barrier, **kwargs):
-        super().__init__(**kwargs)
-        self.barrier = barrier
-
-    def step(self, action):
-        self.barrier.wait()
-        return super().step(action)
+from gem.testing.envs import BarrierEnv, CountEnv
 
 
 class OneCallAtATimeEnv(CountEnv):

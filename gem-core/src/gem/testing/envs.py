@@ -7,6 +7,8 @@
   ``"die"``, hangs on ``"hang"``, optionally fails its resets, to test the error
   handling of vector backends and the runner.
 - :class:`SlowEnv`: sleeps ``delay`` seconds per step, a stand-in for I/O-bound envs.
+- :class:`BarrierEnv`: each step waits at a shared ``threading.Barrier``, to prove that
+  so many steps are in flight at once.
 """
 
 from __future__ import annotations
@@ -81,6 +83,19 @@ class SlowEnv(CountEnv):
 
     def step(self, action: str) -> StepResult:
         time.sleep(self.delay)
+        return super().step(action)
+
+
+class BarrierEnv(CountEnv):
+    """Each step waits at ``barrier`` (shared by the envs of one process): it only releases
+    when ``barrier.parties`` steps are in flight at once (a broken barrier raises)."""
+
+    def __init__(self, barrier: threading.Barrier, high: int = 10, max_turns: int = 4) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.barrier = barrier
+
+    def step(self, action: str) -> StepResult:
+        self.barrier.wait()
         return super().step(action)
 
 
