@@ -1,12 +1,12 @@
 """Worker processes for ``gem.runner.run_episodes(..., processes=N)``.
 
 Each worker process holds its share of the run's envs and runs every call it is sent in
-a thread of its own (:class:`~gem.executor.ThreadPool`), answering each call the moment it
-returns: no batch waits for its slowest call, so envs whose steps block (a sandboxed test
-run, a tool call) overlap inside a worker as they do in the runner's own threads, and
-CPU-bound envs spread over the cores. With hundreds of blocking envs this also takes their
-threads off the event loop's interpreter lock: each worker's threads contend only among
-themselves (``bench/bench_runner.py``).
+a thread of its own (:class:`_Server`), answering each call the moment it returns: no
+batch waits for its slowest call, so envs whose steps block (a sandboxed test run, a tool
+call) overlap inside a worker as they do in the runner's own threads, and CPU-bound envs
+spread over the cores. With hundreds of blocking envs this also takes their threads off
+the event loop's interpreter lock: each worker's threads contend only among themselves
+(``bench/bench_runner.py``).
 
 One env's calls run in order (a call waits for the env's previous one, e.g. a step its
 episode stopped waiting for). A worker that dies, or holds a call past ``step_timeout``
