@@ -2,7 +2,9 @@
 cannot reach the verdict.
 
 - stdin/stdout test: the program runs alone with the test's input; this process
-  compares its output with the expected one, which never enters the sandbox.
+  compares its whole output with the expected one, which never enters the sandbox.
+  Output is kept up to :func:`io_output_bound` bytes (1 MiB, or twice the expected
+  output when that is longer); a program that prints more fails the test, saying so.
 - function test (HumanEval's ``check(candidate)``, MBPP's asserts): two sandboxed
   processes. The *program* process (``_program.py``) runs the agent's code and answers
   calls with plain values; the *judge* process (``_judge.py``) runs the problem's
@@ -29,6 +31,7 @@ from typing import Any
 from gem_envs_code.problems import AssertTest, IOTest, Problem, normalize_output
 from gem_envs_code.pyparse import parse_python
 from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
+from gem_tools.sandbox.limits import MiB
 from gem_tools.sandbox.runner import Process, run_sync
 
 _HERE = Path(__file__).parent
@@ -38,6 +41,8 @@ PROGRAM = _WIRE + "\n" + (_HERE / "_program.py").read_text(encoding="utf-8")
 JUDGE = _WIRE + "\n" + (_HERE / "_judge.py").read_text(encoding="utf-8")
 #: how much of an input, output or error a failure message keeps
 SHOWN = 600
+#: the least stdout an stdin/stdout test keeps and compares whole (see :func:`io_output_bound`)
+IO_OUTPUT_BOUND = 1 * MiB
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,24 @@ def _ended_badly(result: SandboxResult, timeout: float) -> str | None:
     return None
 
 
+def io_output_bound(expected: str) -> int:
+    """Bytes of stdout an stdin/stdout test with this expected output compares: at least
+    :data:`IO_OUTPUT_BOUND`, and twice the expected output's size, so a right answer
+    always fits and a longer one fails instead of being judged on a cut prefix.
+
+    >>> io_output_bound("3") == IO_OUTPUT_BOUND
+    True
+    >>> io_output_bound("x" * (3 * MiB)) == 6 * MiB
+    True
+    """
+    return max(IO_OUTPUT_BOUND, 2 * len(expected.encode("utf-8", "replace")))
+
+
+def _io_limits(limits: Limits, expected: str) -> Limits:
+    bound = io_output_bound(expected)
+    return limits.with_(output=max(limits.output, bound), output_kill=max(limits.output_kill, bound))
+
+
 def referenced_names(code: str) -> list[str]:
     """The plain names ``code`` reads: the ones the judge may take from the program."""
     try:
@@ -97,8 +120,9 @@ async def arun_test(
     function test its setup code and entry point)."""
     limits = limits or sandbox.limits
     if isinstance(test, IOTest):
+        limits = _io_limits(limits, test.expected)
         result = await sandbox.arun_python(program, stdin=test.stdin.encode("utf-8", "replace"), limits=limits)
-        return _judge_io(test, result, index, limits.timeout)
+        return _judge_io(test, result, index, limits)
     return await _function_test(sandbox, test, program, problem, index, limits)
 
 
@@ -110,18 +134,23 @@ def run_test(
     return run_sync(arun_test(sandbox, test, program, problem, index, limits))
 
 
-def _judge_io(test: IOTest, result: SandboxResult, index: int, timeout: float) -> TestResult:
+def _judge_io(test: IOTest, result: SandboxResult, index: int, limits: Limits) -> TestResult:
     shown = {"input": clip(test.stdin), "expected": clip(test.expected)}
-    bad = _ended_badly(result, timeout)
+    bad = _ended_badly(result, limits.timeout)
+    if result.status is Status.LIMIT and result.limit == "output":
+        bad = f"printed more than the {limits.output_kill}-byte output bound"
     if bad:
         return TestResult(index, False, bad, {**shown, "error": bad}, result.duration)
     if result.status is Status.ERROR:
         error = tail(result.stderr) or f"exit code {result.exit_code}"
         return TestResult(index, False, error.splitlines()[-1], {**shown, "error": error}, result.duration)
+    if result.stdout_truncated:
+        # the kept prefix may match while what was cut off is wrong: never judge a cut output
+        bad = f"printed more than the {limits.output}-byte output bound"
+        return TestResult(index, False, bad, {**shown, "error": bad, "actual": clip(result.stdout)}, result.duration)
     if normalize_output(result.stdout) == normalize_output(test.expected):
         return TestResult(index, True, duration=result.duration)
-    actual = clip(result.stdout) + (" [output truncated]" if result.stdout_truncated else "")
-    return TestResult(index, False, "wrong answer", {**shown, "actual": actual}, result.duration)
+    return TestResult(index, False, "wrong answer", {**shown, "actual": clip(result.stdout)}, result.duration)
 
 
 async def _function_test(
