@@ -55,6 +55,37 @@ NOT_EQUIVALENT = [
     (r"\left(", "1"),
 ]
 
+#: directional and relational symbols: each pair means opposite things, so neither the
+#: text shortcut (which drops ``\left``/``\right`` sizing) nor math-verify may merge them
+OPPOSITES = [
+    (r"\leftarrow", r"\rightarrow"),
+    (r"A \rightarrow B", r"A \leftarrow B"),
+    (r"A\leftarrow B", r"A\rightarrow B"),
+    (r"\leftharpoonup", r"\rightharpoonup"),
+    (r"\leftrightarrow", r"\rightarrow"),
+    (r"\Leftarrow", r"\Rightarrow"),
+    (r"p \Rightarrow q", r"p \Leftarrow q"),
+    (r"\longleftarrow", r"\longrightarrow"),
+    (r"\xleftarrow{}", r"\xrightarrow{}"),
+    (r"\hookleftarrow", r"\hookrightarrow"),
+    (r"\leftleftarrows", r"\rightrightarrows"),
+    (r"\to", r"\gets"),
+    (r"\uparrow", r"\downarrow"),
+    (r"\nearrow", r"\searrow"),
+    (r"x \leq 3", r"x \geq 3"),
+    (r"x \le 3", r"x \ge 3"),
+    (r"x < 3", r"x > 3"),
+    (r"x \lt 3", r"x \gt 3"),
+    (r"x \leqslant 3", r"x \geqslant 3"),
+    (r"A \subset B", r"A \supset B"),
+    (r"A \subseteq B", r"A \supseteq B"),
+    (r"x \in A", r"x \notin A"),
+    (r"x \ne 3", r"x = 3"),
+    (r"a \ll b", r"a \gg b"),
+    (r"a \prec b", r"a \succ b"),
+    (r"A \to B", r"B \to A"),
+]
+
 
 @pytest.mark.parametrize(("answer", "reference"), EQUIVALENT)
 def test_equivalent(answer: str, reference: str) -> None:
@@ -64,6 +95,19 @@ def test_equivalent(answer: str, reference: str) -> None:
 @pytest.mark.parametrize(("answer", "reference"), NOT_EQUIVALENT)
 def test_not_equivalent(answer: str, reference: str) -> None:
     assert not is_equivalent(answer, reference)
+
+
+@pytest.mark.parametrize(("answer", "reference"), OPPOSITES)
+def test_opposite_symbols_are_not_equivalent(answer: str, reference: str) -> None:
+    assert not is_equivalent(answer, reference)
+    assert not is_equivalent(reference, answer)
+    assert is_equivalent(answer, answer)
+
+
+def test_canonical_text_keeps_commands_apart() -> None:
+    assert canonical_text(r"A \leftarrow B") == r"A\leftarrow B"
+    assert canonical_text(r"\left\{ 1 \right\}") == r"\{1\}"
+    assert canonical_text(r"\left .x\right|") == ".x|"
 
 
 def test_canonical_text() -> None:

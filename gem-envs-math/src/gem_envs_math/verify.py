@@ -17,17 +17,31 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 _EXTRACTION = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
-_SPACES = re.compile(r"\s+")
+#: a run of spaces, with the control word before it and the letter after it, if any: a
+#: space that ends a control word before a letter (``\\to B``) is part of the text
+_SPACES = re.compile(r"(\\[A-Za-z]+)?\s+(?=([A-Za-z])?)")
+#: ``\\left``/``\\right`` as delimiter sizing only, never the start of a longer command
+#: (``\\leftarrow``, ``\\rightarrow``, ``\\leftharpoonup`` keep their direction)
+_SIZING = re.compile(r"\\(?:left|right)(?![A-Za-z])")
 _TEXT_WRAPPER = re.compile(r"^\\(?:text|textbf|mathrm|mbox)\{(.*)\}$")
 
 
+def _space(match: re.Match) -> str:
+    word, letter = match.groups()
+    return (word + " ") if word and letter else (word or "")
+
+
 def canonical_text(answer: str) -> str:
-    """A string form for the exact-match shortcut: no spaces, no ``\\text{}``/``\\left``.
+    """A string form for the exact-match shortcut: no spaces, no ``\\text{}``, no
+    ``\\left``/``\\right`` sizing; commands and their direction are kept.
 
     >>> canonical_text(r" \\left( 1, 2 \\right) ")
     '(1,2)'
+    >>> canonical_text(r"A \\leftarrow B") == canonical_text(r"A \\rightarrow B")
+    False
     """
-    text = _SPACES.sub("", answer).replace("\\left", "").replace("\\right", "").replace("\\!", "")
+    text = _SPACES.sub(_space, answer)
+    text = _SIZING.sub("", text).replace("\\!", "")
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").rstrip(".")
     match = _TEXT_WRAPPER.match(text)
     return match.group(1) if match else text
