@@ -15,6 +15,7 @@ from gem.data.packaged import DataPackage, DataRegistry, data_dir, fetch, read_p
 from gem.data.records import (
     Records,
     cached,
+    hub_enabled,
     hub_hint,
     load_hub,
     load_local,
@@ -32,6 +33,7 @@ __all__ = [
     "cached",
     "data_dir",
     "fetch",
+    "hub_enabled",
     "hub_hint",
     "load_hub",
     "load_local",

@@ -22,6 +22,7 @@ import io
 import json
 import os
 import random
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -192,21 +193,47 @@ def hub_hint(dataset_name: str, split: str | None, local_copy: str, enable: str,
     split_text = f" (split {split!r})" if split else ""
     return (
         f"This env needs the Hugging Face dataset {dataset_name!r}{split_text}, which is not available here. "
-        f"Either pass a local copy: {local_copy}, or enable the hub: {enable}, and make sure the hub or its cache "
-        "is reachable (HF_HUB_OFFLINE unset, or the dataset already in the HF cache)."
+        f"Either pass a local copy: {local_copy}, or enable the hub: {enable} and set HF_HUB_OFFLINE=0 "
+        "(the hub is off unless you ask for it; HF_HUB_OFFLINE=1 reads only the local HF cache)."
         + (f" Offline, the closest packaged data is {offline}." if offline else "")
     )
+
+
+_FALSE = {"0", "false", "no", "off"}
+
+
+def hub_enabled() -> bool:
+    """Whether the user asked for the Hugging Face hub: ``HF_HUB_OFFLINE`` set to 0/false/no/off.
+
+    Unset means off: nothing in GEM waits on the hub (or on retries against an unreachable
+    one) unless asked to. Data already in the local HF cache is still read, offline."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _FALSE
+
+
+def _import_datasets(hint: str) -> Any:
+    """``datasets``, set up to read only the local cache unless :func:`hub_enabled`."""
+    if not hub_enabled() and "datasets" not in sys.modules:
+        # huggingface_hub and datasets read this once, at import; it holds for the process
+        # (a later from_pretrained of a hub name is offline too, as nothing asked for the hub)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import datasets
+    except ImportError:
+        raise DataUnavailableError(hint + " (`datasets` is not installed)") from None
+    if not hub_enabled() and not getattr(datasets.config, "HF_HUB_OFFLINE", False):
+        # imported online before we could ask for the cache only: don't let it reach the hub
+        raise DataUnavailableError(hint + " (`datasets` was imported with the hub on, but HF_HUB_OFFLINE=0 "
+                                   "is not set: set it to use the hub, or HF_HUB_OFFLINE=1 for the cache)")
+    return datasets
 
 
 def load_hub(dataset_name: str, split: str | None, convert: Convert, hint: str, key: tuple) -> Records:
     """A Hugging Face dataset (from the hub or its local cache, through ``datasets``),
     converted by ``convert(rows, where)``; cached per process by name, split and ``key``
     (as for :func:`load_local`). Anything that keeps it
-    from loading raises :class:`DataUnavailableError` with ``hint`` (see :func:`hub_hint`)."""
-    try:
-        import datasets
-    except ImportError:
-        raise DataUnavailableError(hint + " (`datasets` is not installed)") from None
+    from loading raises :class:`DataUnavailableError` with ``hint`` (see :func:`hub_hint`).
+    Only the local HF cache is read unless :func:`hub_enabled`."""
+    datasets = _import_datasets(hint)
 
     def build() -> Records:
         try:
