@@ -38,8 +38,8 @@ class SearchQaEnv(ToolEnvWrapper):
     process), else the offline corpus of :mod:`gem_envs_qa.corpus`; ``topk`` passages per
     query. Rewards and the tool budget follow the gem-tools wrapper preset ``preset``
     (GEM's ``search_tool``: 0.3 per search, at most 5 searches; ``search_tool_no_int_reward``:
-    no reward for searching); ``tool_reward``, ``tool_success_reward`` and
-    ``max_tool_uses`` override it.
+    no reward for searching); ``tool_reward``, ``tool_success_reward``, ``max_tool_uses``
+    and ``max_tool_reward_per_episode`` override it.
     """
 
     def __init__(
@@ -52,6 +52,7 @@ class SearchQaEnv(ToolEnvWrapper):
         tool_reward: float | None = None,
         tool_success_reward: float | None = None,
         max_tool_uses: int | None = None,
+        max_tool_reward_per_episode: float | None = None,
         **qa_kwargs: Any,
     ) -> None:
         if preset not in WRAPPER_PRESETS or WRAPPER_PRESETS[preset][0] != "search":
@@ -59,7 +60,8 @@ class SearchQaEnv(ToolEnvWrapper):
             raise ValueError(f"preset {preset!r} is not a search-tool preset; known: {', '.join(searches)}")
         wrapper_kwargs = dict(WRAPPER_PRESETS[preset][1])
         overrides = {"tool_reward": tool_reward, "tool_success_reward": tool_success_reward,
-                     "max_tool_uses": max_tool_uses}  # fmt: skip
+                     "max_tool_uses": max_tool_uses,
+                     "max_tool_reward_per_episode": max_tool_reward_per_episode}  # fmt: skip
         wrapper_kwargs.update({k: v for k, v in overrides.items() if v is not None})
         if search_url is not None:
             tool = SearchTool(search_url=search_url, topk=topk)

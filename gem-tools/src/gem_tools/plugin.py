@@ -11,7 +11,8 @@ from typing import Any
 
 from gem.hookspecs import hookimpl
 
-#: GEM's tool-wrapper presets: (tool, wrapper kwargs, tool kwargs)
+#: GEM's tool-wrapper presets: (tool, wrapper kwargs, tool kwargs). The reference's constants;
+#: with the wrapper's default crediting an episode earns at most one call's worth of them
 WRAPPER_PRESETS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "python_tool": ("python", {"tool_reward": 0.05, "tool_success_reward": 0.25, "max_tool_uses": 5}, {}),
     "python_tool_no_int_reward": ("python", {"tool_reward": 0.0, "tool_success_reward": 0.0, "max_tool_uses": 5}, {}),
@@ -59,13 +60,18 @@ def make_mcp_tool(*args: Any, **kwargs: Any):
 TOOL_FACTORIES = {"python": make_python_tool, "search": make_search_tool, "mcp": make_mcp_tool}
 
 
-def make_tool_wrapper(env: Any, preset: str) -> Any:
-    """Wrap ``env`` with the tool wrapper of GEM's preset ``preset``."""
+def make_tool_wrapper(env: Any, preset: str, **overrides: Any) -> Any:
+    """Wrap ``env`` with the tool wrapper of GEM's preset ``preset``; ``overrides`` replace
+    its :class:`~gem_tools.wrapper.ToolEnvWrapper` arguments.
+
+    >>> (wrap,) = get_wrapper_fns("python_tool")                      # doctest: +SKIP
+    >>> env = wrap(env, max_tool_reward_per_episode=0.6, max_tool_uses=3)  # doctest: +SKIP
+    """
     from gem_tools.wrapper import ToolEnvWrapper
 
     tool_name, wrapper_kwargs, tool_kwargs = WRAPPER_PRESETS[preset]
     tool = TOOL_FACTORIES[tool_name](**tool_kwargs)
-    return ToolEnvWrapper(env, tools=[tool], **wrapper_kwargs)
+    return ToolEnvWrapper(env, tools=[tool], **{**wrapper_kwargs, **overrides})
 
 
 @hookimpl
