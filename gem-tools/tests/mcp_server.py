@@ -32,4 +32,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        try:
+            server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        except TypeError:  # mcp 1.x: host and port are settings
+            server.settings.host, server.settings.port = "127.0.0.1", int(sys.argv[2])
+            server.run("streamable-http")

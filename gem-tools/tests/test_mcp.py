@@ -60,10 +60,11 @@ def test_stdio_lists_the_server_tools_with_schemas(stdio_tool):
 
 def test_stdio_calls(stdio_tool):
     ok = stdio_tool.execute_action("Let me add. " + call("add", a=2, b=40) + " then answer")
-    assert ok.success and ok.observation == "\n<mcp_result>\n42\n</mcp_result>\n"
+    assert ok.success and ok.observation == "42"  # the server's text as is, as the reference shows it
     assert ok.parsed_action.endswith("</tool_call>")
     failed = stdio_tool.execute_action(call("fail", reason="nope"))
     assert failed.parsed and failed.has_error
+    assert failed.observation.startswith("[Tool execution error: Error executing tool fail")
     bad_args = stdio_tool.execute_action(call("add", a="x"))
     assert bad_args.parsed and bad_args.has_error
     # the reference's XML call form parses too
@@ -79,7 +80,7 @@ def test_calls_to_unknown_tools_are_not_parsed(stdio_tool):
 @pytest.mark.asyncio
 async def test_async_calls_share_the_session(stdio_tool):
     results = await asyncio.gather(*[stdio_tool.aexecute_action(call("shout", text=f"x{i}")) for i in range(5)])
-    assert [r.observation.split("\n")[2] for r in results] == [f"X{i}" for i in range(5)]
+    assert [r.observation for r in results] == [f"X{i}" for i in range(5)]
 
 
 def test_tool_names_subset_and_bad_config():
@@ -93,7 +94,7 @@ def test_tool_names_subset_and_bad_config():
 def test_streamable_http(http_url):
     with MCPTool(url=http_url) as tool:
         assert set(tool.server_tools) == {"add", "shout", "fail"}
-        assert tool.execute_action(call("add", a=20, b=22)).observation == "\n<mcp_result>\n42\n</mcp_result>\n"
+        assert tool.execute_action(call("add", a=20, b=22)).observation == "42"
         assert tool.execute_action(call("fail", reason="r")).has_error
 
 
@@ -118,7 +119,7 @@ def test_config_with_two_servers_prefixes_tool_names(tmp_path):
     with MCPTool.from_config(str(config), tool_names=["left_add", "right_shout"]) as tool:
         assert set(tool.server_tools) == {"left_add", "right_shout"}
         assert [s["function"]["name"] for s in tool.schemas()] == ["left_add", "right_shout"]
-        assert tool.execute_action(call("left_add", a=1, b=2)).observation == "\n<mcp_result>\n3\n</mcp_result>\n"
+        assert tool.execute_action(call("left_add", a=1, b=2)).observation == "3"
         assert "HI" in tool.execute_action(call("right_shout", text="hi")).observation
         assert not tool.execute_action(call("add", a=1, b=2)).parsed
     with pytest.raises(ValueError, match="need"):

@@ -74,9 +74,11 @@ def test_search_tool_on_a_local_corpus(corpus):
     assert tool.schemas()[0]["function"]["parameters"]["required"] == ["query"]
 
 
-def test_search_tool_needs_exactly_one_source(corpus):
+def test_search_tool_needs_exactly_one_source(corpus, monkeypatch):
+    monkeypatch.delenv("SEARCH_URL", raising=False)
+    tool = SearchTool()  # builds, as the reference's does; its first call fails
     with pytest.raises(ValueError, match="exactly one source"):
-        SearchTool()
+        tool.execute_action("<search>x</search>")
     with pytest.raises(ValueError, match="exactly one source"):
         SearchTool(search_url="http://127.0.0.1:1/retrieve", corpus=corpus)
 
@@ -138,8 +140,10 @@ def test_gem_search_wrapper_without_a_source_says_what_to_set(monkeypatch):
     monkeypatch.delenv("GEM_SEARCH_CORPUS", raising=False)
     plugin._shared_search_tool.cache_clear()
     (fn,) = get_wrapper_fns("search_tool")
+    env = fn(SumEnv())  # builds, as the reference's does; the first search says what to set
+    env.reset(seed=0)
     with pytest.raises(ValueError, match="SEARCH_URL"):
-        fn(SumEnv())
+        env.step("<search>x</search>")
 
 
 class _ReferenceQuery(msgspec.Struct):

@@ -57,3 +57,48 @@ def test_make_kwargs_and_non_text_observation():
     wrapped = GymnasiumEnv(lambda: HistoryWrapper(gem.make("game:GuessTheNumber-v0-easy"), mode="messages"))
     with pytest.raises(TypeError, match="needs text"):
         wrapped.reset(seed=0)
+
+
+def test_gymnasium_make_with_the_suite_as_namespace():
+    import gem.integrations.gymnasium as bridge
+
+    gymnasium.register_envs(bridge)
+    env = gymnasium.make("game/Wordle-v0-easy")
+    obs, _ = env.reset(seed=4)
+    assert obs == gem.make("game:Wordle-v0-easy").reset(seed=4)[0]
+    assert env.step("no word")[1] == pytest.approx(-0.1)  # GEM's format error, through Gymnasium's wrappers
+    small = gymnasium.make("game/GuessTheNumber-v0", min_number=1, max_number=3, max_turns=2)
+    assert "between 1 and 3" in small.reset(seed=0)[0]
+    assert isinstance(gymnasium.make("math/Arithmetic-v0-easy").unwrapped, GymnasiumEnv)
+
+
+def test_every_gem_id_is_in_gymnasiums_registry():
+    from gymnasium.envs.registration import parse_env_id
+
+    from gem.integrations.gymnasium import gymnasium_id, register_gymnasium_envs
+
+    assert register_gymnasium_envs() == []  # the import registered them all
+    for env_id in gem.list_envs():
+        namespace, _, _ = parse_env_id(gymnasium_id(env_id))
+        assert namespace == env_id.split(":")[0]
+        assert gymnasium.spec(gymnasium_id(env_id)).kwargs == {"env": env_id}
+
+
+def test_one_string_form_imports_the_bridge_itself():
+    import subprocess
+    import sys
+
+    code = (
+        "import gymnasium\n"
+        "env = gymnasium.make('gem.integrations.gymnasium:game/GuessTheNumber-v0-easy')\n"
+        "print(env.reset(seed=0)[0].splitlines()[0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == gem.make("game:GuessTheNumber-v0-easy").reset(seed=0)[0].splitlines()[0]
+
+
+def test_the_gem_id_as_written_is_read_as_a_module_by_gymnasium():
+    # gymnasium.make imports what comes before ":" first: the reason for the namespace form
+    with pytest.raises(ModuleNotFoundError, match="'game'"):
+        gymnasium.make("game:Wordle-v0-easy")

@@ -25,6 +25,8 @@ DIRECTIONS = ("up", "down", "left", "right")
 #: where the tile that slides in each direction sits, relative to the gap
 SOURCE_OFFSET = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
 OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
+#: how a board is scrambled (the reference's ``init_algo`` values)
+INIT_ALGOS = ("monte_carlo", "pure_random")
 
 
 def goal_tiles(rows: int) -> list[int]:
@@ -45,6 +47,27 @@ def slide(tiles: list[int], rows: int, direction: str) -> bool:
     return True
 
 
+def is_solvable(tiles: list[int], rows: int) -> bool:
+    """Whether slides can reach the solved board: every slide is one transposition
+    (gap and tile) that moves the gap one cell, so the permutation's parity always
+    equals the parity of the gap's distance from its goal cell.
+
+    >>> is_solvable([1, 2, 3, 0], 2), is_solvable([2, 1, 3, 0], 2)
+    (True, False)
+    """
+    seen, transpositions = [False] * len(tiles), 0
+    for start in range(len(tiles)):
+        cell, length = start, 0
+        while not seen[cell]:  # a cycle of length k is k - 1 transpositions
+            seen[cell] = True
+            # tile t belongs at index t - 1; the gap (0) at the last index
+            cell, length = (tiles[cell] or len(tiles)) - 1, length + 1
+        transpositions += max(length - 1, 0)
+    gap_row, gap_col = divmod(tiles.index(0), rows)
+    distance = (rows - 1 - gap_row) + (rows - 1 - gap_col)
+    return transpositions % 2 == distance % 2
+
+
 def render_tiles(tiles: list[int], rows: int) -> str:
     """One line per row, tiles right-aligned, the gap as ``__``."""
     cells = ["__" if t == 0 else f"{t:2d}" for t in tiles]
@@ -54,18 +77,40 @@ def render_tiles(tiles: list[int], rows: int) -> str:
 class FifteenPuzzleEnv(DirectionGame):
     """Sliding puzzle on a ``num_rows`` x ``num_rows`` board in ``max_turns`` turns.
 
-    The board is scrambled by a random walk of between half and all of
-    ``max_turns`` gap moves (never undoing the previous one), so a solution within
-    the turn limit always exists. With a setting None, each episode draws one of
+    ``init_algo`` is how the board is scrambled (the reference's two):
+
+    - ``"monte_carlo"``: a random walk of gap moves from the solved board, never undoing
+      the previous move. ``mc_rand_moves`` moves when given (the reference's default is
+      100); by default between half and all of ``max_turns``, so that a solution within
+      the turn limit always exists.
+    - ``"pure_random"``: a uniformly drawn solvable board (a shuffle whose parity is
+      repaired by swapping two tiles); most need more moves than the turn limit allows.
+
+    Neither starts solved. With a setting None, each episode draws one of
     :data:`RANDOM_PRESETS`.
+
+    >>> env = FifteenPuzzleEnv(num_rows=4, max_turns=100, init_algo="monte_carlo", mc_rand_moves=20)
+    >>> _ = env.reset(seed=1)
+    >>> is_solvable(env.tiles, 4)
+    True
     """
 
     format_error = "no move found. Answer like \\boxed{up}."
     directions = DIRECTIONS
 
-    def __init__(self, max_turns: int | None = 20, num_rows: int | None = 2) -> None:
+    def __init__(
+        self,
+        max_turns: int | None = 20,
+        num_rows: int | None = 2,
+        init_algo: str = "monte_carlo",
+        mc_rand_moves: int | None = None,
+    ) -> None:
         at_least("num_rows", num_rows, 2)
         at_least("max_turns", max_turns, 2)
+        at_least("mc_rand_moves", mc_rand_moves, 1)
+        if init_algo not in INIT_ALGOS:
+            raise ValueError(f"init_algo must be one of {', '.join(map(repr, INIT_ALGOS))}, got {init_algo!r}")
+        self.init_algo, self.mc_rand_moves = init_algo, mc_rand_moves
         self._random = num_rows is None or max_turns is None
         self.num_rows, self.max_turns = RANDOM_PRESETS[0] if self._random else (num_rows, max_turns)
         self.tiles: list[int] = goal_tiles(self.num_rows)
@@ -89,16 +134,30 @@ class FifteenPuzzleEnv(DirectionGame):
         )
 
     def _scramble(self) -> list[int]:
-        rows = self.num_rows
+        goal = goal_tiles(self.num_rows)
         while True:
-            tiles = goal_tiles(rows)
-            last = None
-            for _ in range(self.rng.randint((self.max_turns + 1) // 2, self.max_turns)):
-                options = [d for d in DIRECTIONS if d != OPPOSITE.get(last) and slide(list(tiles), rows, d)]
-                last = self.rng.choice(options)
-                slide(tiles, rows, last)
-            if tiles != goal_tiles(rows):
+            tiles = self._shuffled() if self.init_algo == "pure_random" else self._walked()
+            if tiles != goal:
                 return tiles
+
+    def _walked(self) -> list[int]:
+        rows, tiles, last = self.num_rows, goal_tiles(self.num_rows), None
+        moves = self.mc_rand_moves or self.rng.randint((self.max_turns + 1) // 2, self.max_turns)
+        for _ in range(moves):
+            options = [d for d in DIRECTIONS if d != OPPOSITE.get(last) and slide(list(tiles), rows, d)]
+            last = self.rng.choice(options)
+            slide(tiles, rows, last)
+        return tiles
+
+    def _shuffled(self) -> list[int]:
+        tiles = goal_tiles(self.num_rows)
+        self.rng.shuffle(tiles)
+        if not is_solvable(tiles, self.num_rows):
+            # swapping two tiles flips the permutation's parity: every solvable board
+            # is then drawn equally often
+            i, j = self.rng.sample([k for k, t in enumerate(tiles) if t != 0], 2)
+            tiles[i], tiles[j] = tiles[j], tiles[i]
+        return tiles
 
     def play(self, direction: str) -> str | Outcome:
         if not slide(self.tiles, self.num_rows, direction):

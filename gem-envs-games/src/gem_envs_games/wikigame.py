@@ -41,10 +41,10 @@ class WikiGameEnv(TurnGame):
 
     format_error = "no page title found in \\boxed{}."
 
-    def __init__(self, max_turns: int = 10, backend: str = "zim", zim_path: str | os.PathLike[str] | None = None,
-                 trawler_kwargs: dict[str, Any] | None = None,
+    # the reference's positional order; zim_path (ours) is keyword-only after it
+    def __init__(self, max_turns: int = 10, backend: str = "zim", trawler_kwargs: dict[str, Any] | None = None,
                  page_summary_length: tuple[int, str] | list = (100, "characters"), variant: str = "noregrets",
-                 **_: Any) -> None:
+                 *, zim_path: str | os.PathLike[str] | None = None, **_: Any) -> None:
         at_least("max_turns", max_turns, 1)
         self.max_turns = max_turns
         if variant not in VARIANTS:

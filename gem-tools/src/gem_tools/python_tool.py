@@ -95,7 +95,7 @@ class PythonCodeTool(Tool):
         if result.stdout_truncated:
             stdout += "\n[output truncated]"
         if result.status is Status.TIMEOUT:
-            note = f"TimeoutError: execution timed out after {self.timeout} seconds"
+            note = f"Execution timed out after {self.timeout} seconds."  # the reference's words
             stderr = (stderr + "\n" if stderr else "") + note
         elif result.status is Status.LIMIT and result.limit in ("cpu", "output"):
             stderr = (stderr + "\n" if stderr else "") + f"ResourceLimitError: the {result.limit} limit was reached"

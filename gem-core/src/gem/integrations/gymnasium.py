@@ -5,6 +5,21 @@
 >>> obs, info = env.reset(seed=0)                                     # doctest: +SKIP
 >>> obs, reward, terminated, truncated, info = env.step("\\\\boxed{5}")  # doctest: +SKIP
 
+With ``gymnasium.make``: importing this module registers every GEM id in Gymnasium's
+registry with the suite as its namespace, ``game:Wordle-v0-easy`` as
+``game/Wordle-v0-easy`` (:func:`gymnasium_id`):
+
+>>> import gymnasium, gem.integrations.gymnasium                       # doctest: +SKIP
+>>> gymnasium.register_envs(gem.integrations.gymnasium)                # doctest: +SKIP
+>>> env = gymnasium.make("game/Wordle-v0-easy", max_turns=8)           # doctest: +SKIP
+>>> env = gymnasium.make("gem.integrations.gymnasium:game/Wordle-v0-easy")  # doctest: +SKIP
+
+The second form imports this module itself. The GEM id as written cannot work there:
+``gymnasium.make`` reads anything before a ``:`` as a module to import first, so
+``gymnasium.make("game:Wordle-v0-easy")`` tries to import a module ``game``
+(ModuleNotFoundError). Ids registered after this import (your own ``gem.register``) join
+Gymnasium's registry when you call :func:`register_gymnasium_envs`.
+
 Observations and actions are strings in :class:`AnyText`, a ``gymnasium.spaces.Text``
 that contains every string: Gymnasium's own ``Text`` only holds strings drawn from its
 charset, and GEM's boards use characters outside any fixed set (Sokoban's walls, for
@@ -80,3 +95,31 @@ class GymnasiumEnv(gymnasium.Env):
             raise TypeError(f"{self.gem_env.env_id or 'the env'} gave a {type(obs).__name__} observation; "
                             "GymnasiumEnv needs text (drop the 'messages' wrapper)")
         return obs
+
+
+def gymnasium_id(gem_id: str) -> str:
+    """The id ``gymnasium.make`` takes for a GEM id: the suite becomes Gymnasium's namespace.
+
+    >>> gymnasium_id("game:Wordle-v0-easy"), gymnasium_id("rg:leg_counting")
+    ('game/Wordle-v0-easy', 'rg/leg_counting')
+    """
+    return gem_id.replace(":", "/", 1)
+
+
+def register_gymnasium_envs(pattern: str | None = None) -> list[str]:
+    """Register the GEM ids matching ``pattern`` (all by default) in Gymnasium's registry
+    under :func:`gymnasium_id`; returns the Gymnasium ids added. Making one builds a
+    :class:`GymnasiumEnv`; ``gymnasium.make``'s keyword arguments reach ``gem.make``."""
+    import gem
+
+    added = []
+    for gem_id in gem.list_envs(pattern):
+        gym_id = gymnasium_id(gem_id)
+        if gym_id in gymnasium.registry:
+            continue
+        gymnasium.register(gym_id, entry_point=f"{__name__}:GymnasiumEnv", kwargs={"env": gem_id})
+        added.append(gym_id)
+    return added
+
+
+register_gymnasium_envs()

@@ -26,6 +26,12 @@ INSTRUCTION = (
 )
 
 
+NEEDS_ONE_SOURCE = (
+    "SearchTool needs exactly one source: search_url= (a GEM retrieval server; "
+    "or set SEARCH_URL), corpus= (a local JSONL file; GEM_SEARCH_CORPUS for the "
+    "registered wrappers) or index= (a BM25Index)"
+)
+
 #: longer queries are cut to this many characters: BM25's cost grows with the query's
 #: distinct terms, and no search needs more
 MAX_QUERY_CHARS = 1000
@@ -42,7 +48,14 @@ def format_passages(hits: list[Hit]) -> str:
 
 class SearchTool(Tool):
     """Search over a :class:`BM25Index` (``index=`` or ``corpus=`` JSONL path) or a
-    retrieval server (``search_url=``; without any source, ``$SEARCH_URL``).
+    retrieval server (``search_url=``; without any source, ``$SEARCH_URL``, read again at
+    the first call; a tool with no source at all builds, and its first call raises
+    ``ValueError``, as the reference's does).
+
+    The observation is the reference's passage text (:func:`format_passages`) inside
+    ``<information>…</information>``: the instruction, ours and the reference's, tells
+    the model that results come inside those tags (Search-R1's format), though the
+    reference's current tool leaves them out.
 
     The reference's signature works as written, ``SearchTool(num_workers=1,
     search_url=None, topk=3, timeout=5)``: ``num_workers`` is accepted and unused (calls
@@ -78,18 +91,24 @@ class SearchTool(Tool):
     ) -> None:
         if search_url is None and corpus is None and index is None:
             search_url = os.environ.get("SEARCH_URL") or None  # the reference reads it too
-        given = [x is not None for x in (search_url, corpus, index)]
-        if sum(given) != 1:
-            raise ValueError(
-                "SearchTool needs exactly one source: search_url= (a GEM retrieval server; "
-                "or set SEARCH_URL), corpus= (a local JSONL file; GEM_SEARCH_CORPUS for the "
-                "registered wrappers) or index= (a BM25Index)"
-            )
+        if sum(x is not None for x in (search_url, corpus, index)) > 1:
+            raise ValueError(NEEDS_ONE_SOURCE)
         self.topk = topk
         self.timeout = timeout
+        self.encoding, self.protocol = encoding, protocol
         self.search_url = search_url
         self.client = RetrievalClient(search_url, timeout, encoding, protocol) if search_url else None  # type: ignore[arg-type]
         self.index = index if index is not None else (BM25Index.from_jsonl(corpus) if corpus is not None else None)
+
+    def _ensure_source(self) -> None:
+        """A tool built without a source (as the reference's ``SearchTool(topk=3)`` is)
+        looks for ``SEARCH_URL`` once more at its first call, and fails there without one."""
+        if self.client is not None or self.index is not None:
+            return
+        self.search_url = os.environ.get("SEARCH_URL") or None
+        if self.search_url is None:
+            raise ValueError(NEEDS_ONE_SOURCE)
+        self.client = RetrievalClient(self.search_url, self.timeout, self.encoding, self.protocol)  # type: ignore[arg-type]
 
     def parse(self, action: str) -> ToolCall | None:
         found = []
@@ -105,6 +124,7 @@ class SearchTool(Tool):
         return ToolCall(self.name, {"query": query.strip()[:MAX_QUERY_CHARS]}, action[:end])
 
     def execute(self, call: ToolCall) -> ToolResult:
+        self._ensure_source()
         try:
             if self.client is not None:
                 hits = self.client.search(call.arguments["query"], self.topk)
@@ -116,6 +136,7 @@ class SearchTool(Tool):
         return self._ok(call, hits)
 
     async def aexecute(self, call: ToolCall) -> ToolResult:
+        self._ensure_source()
         if self.client is None:
             return await super().aexecute(call)
         try:
