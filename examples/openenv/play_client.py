@@ -2,8 +2,8 @@
 
 Start a server, then run this script against it:
 
-    gem serve game:GuessTheNumber-v0-hard --port 8000 --max-sessions 8
-    python examples/openenv/play_client.py --url http://127.0.0.1:8000 --episodes 4
+    gem serve game:GuessTheNumber-v0-hard --port 8100 --max-sessions 8 &
+    python examples/openenv/play_client.py --url http://127.0.0.1:8100 --episodes 4
 
 The agent here is the game's scripted solver from gem-envs-games (it reads only the
 public configuration of a local env of the same id); put your model where `act` is.
@@ -13,10 +13,27 @@ Each client is one OpenEnv WebSocket session with its own env on the server.
 from __future__ import annotations
 
 import argparse
+import time
+import urllib.request
 
 from openenv import GenericEnvClient
 
 import gem
+
+
+def wait_for_server(url: str, timeout_s: float) -> None:
+    """Return once the server answers ``/health``: a `gem serve` started just before this
+    script needs a few seconds to come up."""
+    deadline = time.monotonic() + timeout_s
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # a local server: no proxy in between
+    while True:
+        try:
+            with direct.open(url.rstrip("/") + "/health", timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"nothing answers at {url} after {timeout_s:g} s: start `gem serve` first") from None
+            time.sleep(0.5)
 
 
 def main() -> None:
@@ -25,7 +42,9 @@ def main() -> None:
     parser.add_argument("--env", default="game:GuessTheNumber-v0-hard", help="the id the server serves")
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed SEED+i")
+    parser.add_argument("--wait", type=float, default=60, help="seconds to wait for the server to come up")
     args = parser.parse_args()
+    wait_for_server(args.url, args.wait)
 
     from gem_envs_games.solvers import solver_for
 
