@@ -149,3 +149,42 @@ def test_no_readme_tells_you_to_pip_install_a_package_the_registry_does_not_have
     offenders = [f"{p.relative_to(root)}:{n}" for p in readmes for n, line in enumerate(p.read_text().splitlines(), 1)
                  if by_name.search(line)]
     assert offenders == []
+
+
+def _without_distribution(monkeypatch, missing):
+    from importlib import metadata
+
+    real = metadata.distribution
+
+    def distribution(name):
+        if name == missing:
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "distribution", distribution)
+
+
+def test_a_command_of_a_package_not_installed_names_the_package_in_one_line(gem_catalog, monkeypatch, capsys):
+    from gem.cli import main
+
+    _without_distribution(monkeypatch, "gem-tools")  # gem-core alone: gem-tools provides `gem sandbox`
+    assert main(["sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("gem: gem sandbox is provided by gem-tools; install it from a clone of the GEM repository: "
+                   "pip install -e gem-tools\n")
+    _without_distribution(monkeypatch, "gem-train")
+    assert main(["train", "algo=grpo"]) == 2
+    assert "gem train is provided by gem-train; install it" in capsys.readouterr().err
+
+
+def test_a_command_whose_plugin_is_switched_off_says_so_and_a_typo_finds_it():
+    script = "import sys; from gem.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**__import__("os").environ, "GEM_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    result = subprocess.run([sys.executable, "-c", script, "sandbox"], capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("gem: gem sandbox is provided by gem-tools")
+    typo = subprocess.run([sys.executable, "-c", script, "sandbx"], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert typo.returncode == 2 and "Did you mean 'sandbox'?" in typo.stderr

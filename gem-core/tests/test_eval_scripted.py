@@ -103,23 +103,39 @@ def test_failed_requests_are_retried_and_counted(count_registry, tmp_path):
     assert row["successes"] == sum(replay("bisect", e, e)["success"] for e in range(12))
 
 
-def test_an_endpoint_that_stays_down_is_an_error_and_resume_replays_those_episodes(count_registry, tmp_path):
+def test_an_endpoint_that_is_down_stops_the_run_and_a_later_run_plays_every_episode(count_registry, tmp_path):
     down = ScriptedServer()
     port = down._httpd.server_address[1]
     down.stop()  # nothing listens on the port now: connections are refused
     cfg = EvalConfig(["test:Count-v0"], model="openai:bisect", base_url=f"http://127.0.0.1:{port}/v1",
                      episodes=5, max_retries=2, retry_backoff=0.001, progress=False, output=tmp_path / "out")
-    first = evaluate(cfg)
-    [row] = first.summaries
-    assert row["errors"] == 5 and row["retries"] == 10 and row["success_rate"] == 0.0
-    records = read_jsonl(tmp_path / "out" / "episodes.jsonl")
-    assert {r["error_kind"] for r in records} == {"endpoint"} and "Connection refused" in records[0]["error"]
+    with pytest.raises(GemError, match="all 5 episodes of test:Count-v0 ended in the same error: .*"
+                                       "gave up after 2 retries: .*Connection refused"):
+        evaluate(cfg)
+    path = tmp_path / "out" / "episodes.jsonl"
+    assert not path.exists() or path.read_text() == ""  # a stopped run keeps no failures to count
     with ScriptedServer(port=port) as up:
         second = evaluate(cfg)
         assert up.answered > 0
     assert second.ran == 5 and second.resumed == 0
     [row] = second.summaries
     assert row["errors"] == 0 and row["successes"] == 5  # bisect always wins 1..10 in 4 turns
+
+
+def test_episodes_lost_to_a_flaky_endpoint_are_errors_and_resume_replays_them(count_registry, tmp_path):
+    # every 5th request fails and is not retried: one episode played serially in two ends in an error
+    cfg = dict(episodes=10, concurrency=1, max_retries=0, env_kwargs={})
+    with ScriptedServer(fail_every=5) as flaky:
+        first = evaluate(config(flaky, tmp_path, **cfg))
+    [row] = first.summaries
+    assert first.errors == {"endpoint": row["errors"]} and 0 < row["errors"] < 10 and row["successes"] > 0
+    records = read_jsonl(tmp_path / "out" / "episodes.jsonl")
+    lost = {r["episode"] for r in records if r["error_kind"] == "endpoint"}
+    assert all("HTTP 503" in r["error"] for r in records if r["episode"] in lost)
+    with ScriptedServer() as up:
+        second = evaluate(config(up, tmp_path, **cfg))
+    assert second.ran == len(lost) and second.resumed == 10 - len(lost)
+    assert second.summaries[0]["errors"] == 0 and second.summaries[0]["successes"] == 10
 
 
 def test_a_wrong_route_stops_the_evaluation_without_recording_episodes(count_registry, server, tmp_path):

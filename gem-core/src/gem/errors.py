@@ -26,6 +26,15 @@ class SuiteNotInstalledError(UnknownEnvError):
     """The id belongs to a suite whose package is not installed."""
 
 
+class EnvArgumentError(GemError, TypeError):
+    """``gem.make`` got an argument the env's constructor does not take, or a value of a
+    type its annotation rules out.
+
+    Subclasses ``TypeError``, what Python raises for such a call, so ``except TypeError``
+    code keeps working.
+    """
+
+
 class EntryPointError(GemError, ImportError):
     """A registered entry point could not be imported or called."""
 

@@ -28,6 +28,16 @@ SUITE_PACKAGES = {
     "terminal": "gem-envs-terminal",
 }
 
+#: which distribution provides each ``gem`` subcommand that gem-core lacks (each suite's
+#: plugin registers its own; this names them for installs that do not have that plugin)
+COMMAND_PACKAGES = {
+    "sandbox": "gem-tools",
+    "search-server": "gem-tools",
+    "qa-recall": "gem-envs-qa",
+    "qa-corpus": "gem-envs-qa",
+    "train": "gem-train",
+}
+
 #: ``eval:`` ids are spread over suites; the reference's eval ids and where they live
 EVAL_PACKAGES = {
     **dict.fromkeys(

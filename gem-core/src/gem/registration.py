@@ -38,6 +38,11 @@ def spec(env_id: str) -> EnvSpec:
 def make(env_id: str, **kwargs: Any) -> Env:
     """Build the env registered as ``env_id``; ``kwargs`` override its defaults.
 
+    An argument the env's constructor does not take, or a value its annotation (int, float,
+    bool, str, optional or unions of them) rules out, raises
+    :class:`~gem.errors.EnvArgumentError`, a ``TypeError`` that names the argument
+    (``Did you mean 'max_turns'?``) before the env is built.
+
     >>> env = gem.make("game:GuessTheNumber-v0-easy")  # doctest: +SKIP
     >>> obs, info = env.reset(seed=0)                   # doctest: +SKIP
     """

