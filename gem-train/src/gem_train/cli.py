@@ -1,7 +1,10 @@
 """The Hydra app behind ``gem-train``, ``gem train`` and ``python -m gem_train``.
 
 ``main`` only turns the composed config into a :class:`~gem_train.config.TrainConfig`
-and calls :func:`gem_train.trainer.train`::
+and calls :func:`gem_train.trainer.train`. Before Hydra runs it (and makes the run folder,
+writes ``hydra/`` there and opens ``gem-train.log``), :func:`preflight` composes the same
+config and checks it, so a bad config or a run folder holding another run's checkpoints
+stops with one line on stderr and leaves nothing behind::
 
     gem-train                                   # the default run: GuessTheNumber, tiny model, SFT then ReBN
     gem-train algo=grpo rollout=vllm trainer.iterations=50
@@ -16,9 +19,11 @@ import sys
 from typing import Any
 
 import hydra
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from gem_train.config import ConfigError, TrainConfig, check_model_path, register_configs, validate
+from gem_train.config import ConfigError, TrainConfig, register_configs, validate
 
 register_configs()
 
@@ -33,16 +38,42 @@ def to_train_config(cfg: DictConfig | Any) -> TrainConfig:
     return obj
 
 
+def _bad_config(exc: ConfigError) -> SystemExit:
+    return SystemExit(f"gem-train: bad config: {exc}")
+
+
+def preflight(overrides: list[str]) -> None:
+    """Compose the config of ``overrides`` as the app will and run :func:`gem_train.trainer.check_run` on it;
+    raises ``SystemExit`` with one line on a bad config.
+
+    Hydra's own flags (``--cfg job``, ``--help``, ``--multirun``, another config) are left to Hydra, and so is a
+    config that does not compose (Hydra reports it without making a folder); :func:`~gem_train.trainer.train`
+    checks again in any case.
+    """
+    if any(arg.startswith("-") for arg in overrides):
+        return
+    from hydra import compose, initialize_config_module
+
+    from gem_train.trainer import check_run
+
+    try:
+        with initialize_config_module("gem_train.conf", version_base="1.3"):
+            composed = compose("config", overrides=overrides)
+        check_run(to_train_config(composed))
+    except (HydraException, OmegaConfBaseException):
+        return  # Hydra reports it as it composes (or resolves ``${hydra:...}``, which only the app can)
+    except ConfigError as exc:
+        raise _bad_config(exc) from None
+
+
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> None:
     from gem_train.trainer import train
 
     try:
-        train_cfg = to_train_config(cfg)
-        check_model_path(train_cfg)
+        train(to_train_config(cfg))  # checks the config again: preflight leaves Hydra's flags alone
     except ConfigError as exc:
-        raise SystemExit(f"gem-train: bad config: {exc}") from None
-    train(train_cfg)
+        raise _bad_config(exc) from None
 
 
 def rank_overrides() -> list[str]:
@@ -60,6 +91,7 @@ def rank_overrides() -> list[str]:
 def main() -> None:
     """Console script ``gem-train``: Hydra parses ``sys.argv``."""
     sys.argv = [*sys.argv, *rank_overrides()]
+    preflight(sys.argv[1:])
     _app()
 
 
@@ -68,6 +100,7 @@ def run(argv: list[str]) -> int:
     saved = sys.argv
     sys.argv = ["gem-train", *argv, *rank_overrides()]
     try:
+        preflight(sys.argv[1:])
         _app()
     except SystemExit as exc:
         if isinstance(exc.code, str):

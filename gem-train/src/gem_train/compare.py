@@ -114,14 +114,25 @@ def finished(job: Job) -> bool:
     return done.exists() and json.loads(done.read_text()).get("args") == job.args
 
 
+#: what gem-train says when a folder's run was made with other run-defining settings
+REFUSED = "holds a run with other settings"
+
+
 def run_job(job: Job) -> tuple[Job, int, float]:
-    """Run one gem-train process; its output goes to ``<out>/gem-train.log``."""
+    """Run one gem-train process; its screen output goes to ``<out>/console.log`` (Hydra's
+    own ``gem-train.log`` beside it keeps the same lines with timestamps). A folder whose
+    earlier run had other run-defining overrides (gem-train refuses to resume it) is started
+    over; one that only needs more iterations resumes."""
     job.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    with open(job.out / "gem-train.log", "w") as log:
-        code = subprocess.call([sys.executable, "-m", "gem_train", *job.args, "trainer.threads=1"],
-                               stdout=log, stderr=subprocess.STDOUT, env=env)
+    command = [sys.executable, "-m", "gem_train", *job.args, "trainer.threads=1"]
+    console = job.out / "console.log"
+    with open(console, "w") as log:
+        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    if code != 0 and REFUSED in console.read_text(errors="replace"):
+        with open(console, "w") as log:
+            code = subprocess.call([*command, "trainer.resume=false"], stdout=log, stderr=subprocess.STDOUT, env=env)
     seconds = time.perf_counter() - start
     if code == 0 and job.algo is not None:
         (job.out / "done.json").write_text(json.dumps({"seconds": seconds, "args": job.args}))
@@ -137,7 +148,7 @@ def run_all(jobs: Sequence[Job], workers: int) -> list[Job]:
     print(f"{len(todo)} runs to do ({len(jobs) - len(todo)} done already), {workers} at a time", flush=True)
     with ThreadPoolExecutor(workers) as pool:
         for job, code, seconds in pool.map(run_job, todo):
-            status = "ok" if code == 0 else f"FAILED (exit {code}, see {job.out / 'gem-train.log'})"
+            status = "ok" if code == 0 else f"FAILED (exit {code}, see {job.out / 'console.log'})"
             print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
             if code != 0:
                 failed.append(job)

@@ -220,7 +220,9 @@ class TrainerConfig:
     eval_temperature: float = 0.0
     # save a checkpoint every N iterations (0: only at the end)
     checkpoint_every: int = 0
-    # resume from the run folder's latest checkpoint if there is one
+    # resume from the run folder's latest checkpoint if there is one; refused unless the config equals the
+    # checkpoint's in every field but gem_train.run_folder.RESUMABLE (iterations, evaluation, device, logging,
+    # experiment.*). false: start over in the folder (its checkpoints, model_init and tensorboard are removed)
     resume: bool = True
     # seed of model init, sampling and episode seeds
     seed: int = 0
@@ -230,7 +232,7 @@ class TrainerConfig:
     threads: int | None = None
     # write the metrics as TensorBoard scalars to <output_dir>/tensorboard too
     tensorboard: bool = True
-    # log the metrics to Weights & Biases as well (needs ``pip install wandb``; off by default)
+    # log the metrics to Weights & Biases as well (needs ``pip install wandb`` or the gem-train[wandb] extra)
     wandb: bool = False
     # W&B project of the run (the run is named experiment.name)
     wandb_project: str = "gem-train"

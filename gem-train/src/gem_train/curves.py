@@ -58,13 +58,16 @@ def curve_summary(records: Sequence[dict[str, Any]]) -> str:
 
 
 def plot_curves(records: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Write a 2x2 figure: return, success and format-error rate, episode length, time split per iteration."""
+    """Write a 2x2 figure: return, success and format-error rate, episode length, time split per iteration;
+    iterations on integer ticks, each panel's legend beside it, clear of the data."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on training machines
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    # constrained layout makes room for the legends outside the axes
+    fig, axes = plt.subplots(2, 2, figsize=(15, 7.5), layout="constrained")
     ax = axes[0][0]
     ax.plot(*_series(records, "train", "return"), label="train", alpha=0.7)
     for env_id in _eval_envs(records):
@@ -92,9 +95,9 @@ def plot_curves(records: Sequence[dict[str, Any]], path: str | Path) -> Path:
     for row in axes:
         for a in row:
             a.set_xlabel("iteration")
-            a.legend(fontsize=7)
+            a.xaxis.set_major_locator(MaxNLocator(integer=True))
+            a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
             a.grid(alpha=0.3)
-    fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -1,6 +1,9 @@
 """Metrics: one JSON line per record in ``metrics.jsonl``, a short console line, and the
 same numbers as TensorBoard scalars and (when asked for) Weights & Biases.
 
+Console lines go through the ``gem_train`` logger (:func:`show`): under the ``gem-train``
+app Hydra's logging config sends them to the screen as plain text and to ``gem-train.log``.
+
 Scalars are tagged ``<kind>/<key>`` (``train/return``, ``sft/sft_loss``) and, for
 evaluation, ``eval/<env id>/<key>``; their step is the record's iteration (the epoch
 for SFT records).
@@ -9,6 +12,7 @@ for SFT records).
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,14 +37,26 @@ CONSOLE = {
 # fields of a record that label it rather than measure something
 LABELS = ("kind", "iteration", "epoch", "env_id")
 
+logger = logging.getLogger("gem_train")
+
+
+def show(text: str, stream: TextIO | None = None) -> None:
+    """Log ``text`` at INFO on the ``gem_train`` logger where logging is set up to take it, else print it (to
+    ``stream``, or stdout), so a plain ``train(cfg)`` call still shows its progress."""
+    if stream is None and logger.isEnabledFor(logging.INFO) and logger.hasHandlers():
+        logger.info(text)
+    else:
+        print(text, file=stream or sys.stdout, flush=True)
+
 
 def require_wandb() -> Any:
     """The ``wandb`` module, or an ImportError that says how to get it (``trainer.wandb=true`` without it)."""
     try:
         import wandb
     except ImportError as exc:
-        raise ImportError("trainer.wandb=true needs the wandb package: pip install wandb "
-                          "(or leave trainer.wandb=false; metrics.jsonl and TensorBoard are always written)") from exc
+        raise ImportError("logging to W&B needs the wandb package: pip install wandb (or pip install "
+                          "'gem-train[wandb]'), or leave trainer.wandb=false (metrics.jsonl and TensorBoard are "
+                          "written either way)") from exc
     return wandb
 
 
@@ -50,7 +66,8 @@ def open_wandb(project: str, name: str, folder: str | Path, config: dict[str, An
 
 
 class MetricsLog:
-    """Appends records to ``path`` (JSONL) and prints them to ``stream`` when ``console``.
+    """Appends records to ``path`` (JSONL) and shows each as one line when ``console`` (:func:`show`; to
+    ``stream`` if one is given).
 
     >>> log = MetricsLog("runs/demo/metrics.jsonl")     # doctest: +SKIP
     >>> log.write("train", iteration=1, **{"return": 0.5})  # doctest: +SKIP
@@ -68,7 +85,7 @@ class MetricsLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.console = console
-        self.stream = stream or sys.stdout
+        self.stream = stream
         self._keep(keep_until)
         self.tensorboard = None
         if tensorboard_dir is not None:
@@ -99,7 +116,7 @@ class MetricsLog:
                 value = record.get(key)
                 if isinstance(value, float):
                     parts.append(f"{label} {value:.3f}")
-            print(" | ".join(parts), file=self.stream, flush=True)
+            show(" | ".join(parts), self.stream)
         return record
 
     def _scalars(self, record: dict[str, Any]) -> None:

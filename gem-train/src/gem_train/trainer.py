@@ -30,19 +30,18 @@ from gem_train import distributed
 from gem_train.algorithms.advantages import turn_advantages
 from gem_train.algorithms.ppo import explained_variance, gae_turn_advantages
 from gem_train.checkpoint import (
-    latest_checkpoint,
     load_critic,
     load_optimizer,
     load_trainer_state,
     save_checkpoint,
 )
-from gem_train.config import VLLM_ENGINES, TrainConfig, check_model_path, validate
+from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, check_model_path, validate
 from gem_train.critic import make_critic
 from gem_train.curves import write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
 from gem_train.learner import Learner
-from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb
+from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb, show
 from gem_train.model import build_tiny_model, load_policy, resolve_device
 from gem_train.rollout import (
     PROMPT_TOO_LONG,
@@ -55,6 +54,7 @@ from gem_train.rollout import (
     encode_prompt,
     union_seconds,
 )
+from gem_train.run_folder import config_record, resume_checkpoint, start_over
 from gem_train.selfplay import collect_selfplay
 
 TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
@@ -81,6 +81,36 @@ def env_factories(cfg: TrainConfig, env_id: str | None = None
         return lambda: apply_wrappers(make_base_env(), cfg.env.wrappers, tokenizer=tokenizer)
 
     return make_base_env, wrapped
+
+
+def check_env_ids(cfg: TrainConfig) -> None:
+    """Raise :class:`ConfigError` (gem's "did you mean" on one line) unless every env id of the run is registered."""
+    import gem
+    from gem.errors import GemError
+
+    env_factories(cfg)  # registers env.id with env.entry_point
+    for key, env_id in [("env.id", cfg.env.id), *(("env.eval_ids", i) for i in cfg.env.eval_ids)]:
+        try:
+            gem.spec(env_id)
+        except GemError as exc:
+            raise ConfigError(f"{key}: {' '.join(str(exc).splitlines())}") from None
+
+
+def check_run(cfg: TrainConfig) -> Path | None:
+    """Every check that needs no model: the values, ``model.path``, the env ids, wandb when asked for, and that
+    the run folder holds no run of another config. Returns the checkpoint to resume from (None: a fresh run).
+
+    Raises :class:`ConfigError`; the CLI calls it before Hydra makes the run folder, :func:`train` again.
+    """
+    validate(cfg)
+    check_model_path(cfg)
+    check_env_ids(cfg)
+    if cfg.trainer.wandb:
+        try:
+            require_wandb()
+        except ImportError as exc:
+            raise ConfigError(f"trainer.wandb: {exc}") from None
+    return resume_checkpoint(cfg)
 
 
 # episode_metrics' means per turn; the others are per episode
@@ -137,9 +167,11 @@ class _Unlogged:
 class _Run:
     """The objects of one run, built from the config."""
 
-    def __init__(self, cfg: TrainConfig) -> None:
+    def __init__(self, cfg: TrainConfig, checkpoint: Path | None) -> None:
         self.cfg = cfg
         self.out = Path(cfg.experiment.output_dir)
+        if checkpoint is None and distributed.is_main():
+            start_over(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = distributed.local_device(resolve_device(cfg.trainer.device))
         self.make_base_env, wrapped = env_factories(cfg)
@@ -147,8 +179,9 @@ class _Run:
         init_path = cfg.model.path if cfg.model.name == "hf" else str(distributed.main_first(lambda: build_tiny_model(
             self.out / "model_init", self.make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
         )))
-        self.checkpoint = latest_checkpoint(self.out) if cfg.trainer.resume else None
-        self.state: dict[str, Any] = load_trainer_state(self.checkpoint) if self.checkpoint else {}
+        self.checkpoint = checkpoint
+        self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
+        self.record = {"sft_done": True, "env": cfg.env.id, "config": config_record(cfg)}
         t = cfg.trainer
         self.log: MetricsLog | _Unlogged = MetricsLog(
             self.out / "metrics.jsonl", console=cfg.experiment.console,
@@ -406,34 +439,34 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run the configured training; returns a summary (first and last evaluation, output folder).
 
     Writes ``<experiment.output_dir>/metrics.jsonl`` and checkpoints; with
-    ``trainer.resume`` a run folder that holds a checkpoint continues from it. Under torchrun
+    ``trainer.resume`` a run folder that holds a checkpoint continues from it, if the config
+    differs from that checkpoint's in resumable fields only (:mod:`gem_train.run_folder`). Under torchrun
     every rank calls it (``torchrun --nproc_per_node 2 -m gem_train`` does) and joins the
     process group here; only rank 0's summary holds evaluations and curves.
     """
-    validate(cfg)
-    check_model_path(cfg)
-    if cfg.trainer.wandb:
-        require_wandb()  # before minutes of model building, not after
+    checkpoint = check_run(cfg)  # before minutes of model building, not after
     if cfg.trainer.threads and cfg.rollout.engine not in VLLM_ENGINES:
         # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
         torch.set_num_threads(cfg.trainer.threads)
     d = cfg.trainer.distributed
     joined = distributed.init(resolve_device(cfg.trainer.device), d.backend, d.timeout_minutes)
     try:
-        return _train(cfg)
+        return _train(cfg, checkpoint)
     finally:
         if joined:
             distributed.shutdown()
 
 
-def _train(cfg: TrainConfig) -> dict[str, Any]:
+def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     torch.manual_seed(cfg.trainer.seed)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    run = _Run(cfg)
+    run = _Run(cfg, checkpoint)
     t = cfg.trainer
     main = distributed.is_main()
+    if main and checkpoint is not None:
+        show(f"resuming from {checkpoint} at iteration {run.state['iteration']}")
     # rollout=rank0: rank 0 collects and scatters the turns; every_rank: each rank plays and keeps its share
     scatter = distributed.active() and t.distributed.rollout == "rank0"
     sharded = distributed.active() and not scatter
@@ -444,7 +477,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
         _sft(run)
         if main:
             # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
-            save_checkpoint(run.out, 0, run.model, run.tokenizer, None, {"sft_done": True, "env": cfg.env.id})
+            save_checkpoint(run.out, 0, run.model, run.tokenizer, None, run.record)
     engine = run.engine() if collects else None
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:
@@ -486,8 +519,8 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)
             if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
-                save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer,
-                                {"sft_done": True, "env": cfg.env.id}, critic=learner.critic)
+                save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer, run.record,
+                                critic=learner.critic)
     finally:
         if engine is not None:
             engine.close()
@@ -496,8 +529,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
         records = read_metrics(run.out / "metrics.jsonl")
         summary["curves"] = write_curves(records, run.out)
         if cfg.experiment.console:
-            print(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}",
-                  flush=True)
+            show(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}")
     # every rank returns once rank 0 has finished the run folder
     distributed.barrier()
     return summary

@@ -1,0 +1,137 @@
+"""The run folder through the real ``gem-train`` script: a resumed run must have the config of the run it continues,
+a bad config stops before Hydra makes a folder, and the console lines reach ``gem-train.log`` too."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gem_train.metrics_log import read_metrics
+
+TESTS = Path(__file__).parent
+TOY = ["env=custom", "env.id=toy:Guess-v0", "env.entry_point=toy_env:ToyGuess", "env.demonstrator=toy_env:Bisect"]
+SMALL = ["experiment=smoke", *TOY, "trainer.iterations=1", "trainer.eval_every=1", "trainer.sft.episodes=4",
+         "trainer.tensorboard=false"]
+
+
+def gem_train(*args: str, cwd: Path, prelude: str = "") -> subprocess.CompletedProcess:
+    """``gem-train args`` in a subprocess; ``prelude`` is Python run first in that process."""
+    env = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    if prelude:
+        command = [sys.executable, "-c", f"{prelude}\nimport sys\nfrom gem_train.cli import main\n"
+                                         "sys.argv[0] = 'gem-train'\nmain()", *args]
+    else:
+        command = [str(Path(sys.executable).parent / "gem-train"), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A one-iteration run of the toy env, with a checkpoint at iteration 1."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    done = gem_train(*SMALL, f"experiment.output_dir={out}", cwd=out.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done
+
+
+def copy_of(run: Path, tmp_path: Path) -> Path:
+    shutil.copytree(run, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_resuming_with_another_env_is_refused_naming_env_id(finished_run, tmp_path):
+    out = copy_of(finished_run[0], tmp_path)
+    recorded = (out / "hydra" / "config.yaml").read_text()
+    done = gem_train(*SMALL, "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter",
+                     f"experiment.output_dir={out}", cwd=tmp_path)
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert "env.id: 'toy:Guess-v0' there, 'toy:Chatter-v0' now" in line
+    assert "env.entry_point" in line and "trainer.resume=false" in line and "another experiment.output_dir" in line
+    assert done.stdout == ""
+    # nothing of the old run was touched: Hydra's record of its config, its metrics, its checkpoints
+    assert (out / "hydra" / "config.yaml").read_text() == recorded
+    assert [r["kind"] for r in read_metrics(out / "metrics.jsonl")] == ["sft", "eval", "train", "eval"]
+
+
+def test_resuming_with_the_same_config_says_so_and_continues(finished_run, tmp_path):
+    out = copy_of(finished_run[0], tmp_path)
+    # more iterations and other logging options are no change of the run
+    done = gem_train(*SMALL, "trainer.iterations=2", "experiment.name=longer", f"experiment.output_dir={out}",
+                     cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"resuming from {out / 'checkpoints' / 'iter_000001'} at iteration 1"
+    assert [line[:13] for line in lines[1:3]] == ["[train] | it ", "[eval] | it  "]
+    assert [(r["kind"], r.get("iteration")) for r in read_metrics(out / "metrics.jsonl")] == [
+        ("sft", None), ("eval", 0), ("train", 1), ("eval", 1), ("train", 2), ("eval", 2)]
+
+
+def test_starting_over_with_resume_false_replaces_the_old_run(finished_run, tmp_path):
+    out = copy_of(finished_run[0], tmp_path)
+    done = gem_train(*SMALL, "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter", "trainer.sft.episodes=0",
+                     "trainer.resume=false", f"experiment.output_dir={out}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming" not in done.stdout
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_000001"]
+    # the tiny model and its tokenizer were built again, on Chatter's text
+    tokenizer = "model_init/tokenizer.json"
+    assert (out / tokenizer).read_text() != (finished_run[0] / tokenizer).read_text()
+
+
+def test_unknown_env_id_is_one_line_and_leaves_no_folder(tmp_path):
+    done = gem_train("env.id=nope", cwd=tmp_path)
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("gem-train: bad config: env.id: No env 'nope'.") and "`gem list` shows every id" in line
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # no runs/guess_the_number/ with Hydra's files
+
+
+def test_wandb_asked_for_but_missing_is_one_line_before_any_work(tmp_path):
+    done = gem_train(*SMALL, "trainer.wandb=true", cwd=tmp_path, prelude="import sys\nsys.modules['wandb'] = None")
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("gem-train: bad config: trainer.wandb: ") and "pip install wandb" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_console_lines_also_go_to_gem_train_log(finished_run):
+    out, done = finished_run
+    printed = done.stdout.splitlines()
+    train_line = next(line for line in printed if line.startswith("[train] | it   1 | return"))
+    log = (out / "gem-train.log").read_text()
+    # the screen shows the plain line; the log file keeps it with a timestamp
+    assert f"[gem_train][INFO] - {train_line}" in log
+    assert "[sft] | " in log and "held-out evaluation on toy:Guess-v0" in log
+
+
+def test_curves_have_integer_iteration_ticks_and_legends_clear_of_the_data(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gem_train.curves import plot_curves
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure plot_curves closes
+    train = [{"kind": "train", "iteration": i, "return": 0.1 * i, "success": 0.2, "format_errors": 0.1, "turns": 2.0,
+              "time_generate_s": 1.0, "time_env_s": 0.5, "time_rollout_other_s": 0.1, "update_s": 2.0, "sync_s": 0.1}
+             for i in (1, 2, 3)]
+    evals = [{"kind": "eval", "iteration": i, "env_id": "toy:Guess-v0", "eval_return": 0.3, "eval_success": 0.5}
+             for i in (0, 3)]
+    plot_curves([evals[0], *train, evals[1]], tmp_path / "curves.png")
+    [fig] = figures
+    fig.canvas.draw()
+    for ax in fig.axes:
+        low, high = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if low <= t <= high]
+        assert ticks and all(float(t).is_integer() for t in ticks), (ax.get_title(), ticks)
+        legend = ax.get_legend().get_window_extent()
+        assert not legend.overlaps(ax.get_window_extent()), ax.get_title()
