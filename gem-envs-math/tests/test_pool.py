@@ -19,12 +19,11 @@ POWER_TOWER = "9^{9^{9^9}}"
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[GradingPool]:
-    with GradingPool(workers=2, timeout=1.0) as pool:
+    with GradingPool(workers=2, timeout=0.5) as pool:
         yield pool
 
 
-#: for honest comparisons on the 1 s fixture pool: a deadline counts from submission, so
-#: on a loaded machine starting a worker could otherwise eat an honest answer's second
+#: a CPU budget for honest comparisons on the fixture pool that no honest answer comes near
 HONEST = 30.0
 
 
@@ -101,7 +100,7 @@ def test_workers_have_a_memory_limit(pool: GradingPool) -> None:
 def test_adversarial_answers_are_wrong_within_the_bound(pool: GradingPool, response: str) -> None:
     result = grade(response, "1", pool=pool)
     assert not result.correct
-    assert result.status in {"graded", "timeout", "crashed"}
+    assert result.status in {"graded", "timeout", "memory", "crashed"}
     assert pool.compare("5", "5", timeout=HONEST).correct  # the pool survives
 
 

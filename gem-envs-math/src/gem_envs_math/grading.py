@@ -28,7 +28,9 @@ class Grade:
     """The result of grading one response.
 
     ``status``: ``"graded"``, ``"no_answer"`` (no final answer found: a format error),
-    ``"too_long"``, ``"timeout"`` or ``"crashed"`` (the grading worker died).
+    ``"too_long"``, ``"timeout"`` (the answer's own grading spent its CPU budget),
+    ``"memory"`` (its grading alone went over the pool's memory budget) or ``"crashed"``
+    (the grading worker died).
     """
 
     correct: bool

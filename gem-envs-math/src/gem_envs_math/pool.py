@@ -2,22 +2,41 @@
 
 math-verify can run forever on hostile input (``9^{9^{9^9}}``) and its own timeout uses
 ``signal.alarm``, which only works in a main thread. So grading happens in worker
-processes, supervised from outside:
+processes, supervised from outside, and a grade depends on the answer alone, never on
+what else is in flight:
 
-- **Deadlines from submission.** A job's ``timeout`` counts from the moment it is
-  submitted, queueing included: whatever else is in flight, every call returns within
-  its own timeout plus a small margin. A job still running at its deadline is killed
-  (SIGKILL) and scored ``"timeout"``; a worker that dies is ``"crashed"``.
-- **No head-of-line blocking.** At most ``workers`` jobs run at once, and the scheduler
-  serves the job that has run least (least attained service; among jobs not yet
-  started, the newest): a running job that has had at least one quantum (50 ms) in its
-  current slice is paused (SIGSTOP) when a job that has used less time is waiting, and
-  resumed (SIGCONT) later. An honest answer (a
-  few milliseconds of work) therefore starts within about a quantum even behind dozens
-  of hostile ones, and hostile ones share what CPU is left until their deadlines.
+- **Deadlines count the answer's own work.** A job's ``timeout`` is CPU seconds: the time
+  its worker spent on a CPU for it (``/proc/<pid>/schedstat``), not the time it waited for
+  a worker, sat paused, or waited for a CPU on a busy machine. A job that spends its budget
+  is killed (SIGKILL) and scored ``"timeout"``; so is one that sleeps (blocks on anything
+  but a CPU) for as long, which CPU time alone would never end. A worker that dies is
+  ``"crashed"``.
+- **Least attained service.** At most ``workers`` jobs run at once, and the scheduler
+  serves the job that has used least CPU (among jobs not yet started, the oldest): a
+  running job that has had a quantum (20 ms of CPU) in its current slice is paused
+  (SIGSTOP) when one that has used less is waiting, and resumed (SIGCONT) later. An honest
+  answer (a few milliseconds of work) is done in its first slice: it waits for the first
+  slices of the answers submitted before it, never for a hostile one to finish, and
+  hostile ones share what CPU is left until their budgets run out.
+- **Admission never waits on the jobs already in.** Running and paused jobs hold a
+  process each, at most ``max_processes``. At that cap a job that has not started evicts
+  the paused job that has used most CPU: its worker is killed and the job is queued again,
+  to run from scratch with its full budget once a process is free (an evicted job waits
+  for one rather than evicting in turn, so evictions cannot chase each other). Load defers
+  a grade; it never scores one.
+- **A memory budget for the pool.** ``memory_budget_mb`` bounds the summed resident memory
+  of the workers (their RSS, pages shared with the template counted in each), sampled
+  with the CPU times. Over it, idle spares go first, then the largest paused job (else the
+  largest running one) is evicted and queued again, to restart once it fits beside the
+  others or runs alone. A job over the budget by itself is scored ``"memory"``: that
+  answer failed, not the others. The default, :data:`DEFAULT_MEMORY_BUDGET_MB`, is sized
+  for several env processes on a small machine. Accounting rather than a cgroup: a cgroup
+  needs root or a delegated hierarchy, and the kernel's OOM killer inside one cannot tell
+  the answer that went over by itself from the ones beside it.
 - **Cheap replacement.** Workers are forked from a template process that imported the
   grading modules once (a fork server), so replacing a killed worker costs milliseconds,
-  not the seconds of a fresh interpreter importing sympy.
+  not the seconds of a fresh interpreter importing sympy. :class:`_Template` is the one
+  place workers are started.
 
 Callers never hold a thread per job: one scheduler thread owns every worker;
 :meth:`GradingPool.call` waits on an event and :meth:`GradingPool.acall` on an asyncio
@@ -48,20 +67,38 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-#: default seconds one job may take, from submission, before it is scored "timeout"
+#: default CPU seconds one job may use before it is scored "timeout"
 DEFAULT_TIMEOUT = 5.0
 #: default address-space limit of a worker (MiB): a runaway power tower fails with
 #: MemoryError early instead of swapping the machine
 DEFAULT_MEMORY_MB = 4096
-#: the shortest slice (seconds) a running job gets before a job that used less replaces it
-QUANTUM = 0.05
-#: default cap on worker processes alive at once (running plus paused); jobs beyond it
-#: wait for one to finish (their deadlines still count)
+#: default budget (MiB) on the summed RSS of a pool's workers. A worker at rest is about
+#: 60 MiB resident (mostly pages shared with the template, counted in each), so 1 GiB
+#: holds the default 2-4 workers, their spares and a dozen paused jobs, and any honest
+#: answer (they need well under 100 MiB); a 2-core 24 GiB machine running eight env
+#: processes, each with its own pool, then gives graders at most a third of its memory.
+#: A pool of more workers gets at least :data:`_BUDGET_PER_WORKER_MB` per worker.
+DEFAULT_MEMORY_BUDGET_MB = 1024
+#: room for a worker, its idle spare and two paused jobs
+_BUDGET_PER_WORKER_MB = 256
+#: the CPU seconds a running job gets in a slice before a job that used less replaces it
+QUANTUM = 0.02
+#: seconds between samples of the running workers' CPU time and memory
+SAMPLE = 0.025
+#: default cap on worker processes alive at once (running plus paused); at the cap a new
+#: job evicts the paused job that used most CPU (it is retried later)
 DEFAULT_MAX_PROCESSES = 64
+#: a worker back from a job holding this much more memory than a fresh one is replaced
+#: rather than kept idle (what it kept would count against the budget)
+_RETAINED = 64 << 20
+#: the longest the scheduler waits for a killed worker holding much memory to be gone
+_TEARDOWN_S = 1.0
 #: seconds the template process may take to start (imports sympy) before the pool gives up
 _START_TIMEOUT = 120.0
 _READY = b"ready"
 _EQUIVALENT = "gem_envs_math.verify:is_equivalent"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(frozen=True)
@@ -69,9 +106,10 @@ class Outcome:
     """What one job returned.
 
     ``status``: ``"ok"`` (``value`` holds the result), ``"error"`` (the function raised;
-    ``value`` holds the message), ``"timeout"`` (past its deadline, killed if it was
-    running) or ``"crashed"`` (the worker died, or the pool closed under it).
-    ``seconds`` runs from submission to the outcome.
+    ``value`` holds the message), ``"timeout"`` (it spent its CPU budget, or slept as
+    long, and was killed), ``"memory"`` (its worker alone went over the pool's memory
+    budget and was killed) or ``"crashed"`` (the worker died, or the pool closed under it).
+    ``seconds`` runs from submission to the outcome, waiting and retries included.
     """
 
     value: Any
@@ -81,18 +119,32 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one comparison: ``status`` is ``"graded"``, ``"timeout"`` or ``"crashed"``."""
+    """The outcome of one comparison: ``status`` is ``"graded"``, ``"timeout"``,
+    ``"memory"`` or ``"crashed"``."""
 
     correct: bool
     status: str
     seconds: float
 
 
+def _setting(name: str, default: int, minimum: int) -> int:
+    configured = os.environ.get(name, "").strip()
+    if not configured:
+        return default
+    try:
+        value = int(configured)
+    except ValueError:
+        raise ValueError(f"{name}={configured!r}: set it to a whole number (or unset it for {default})") from None
+    return max(minimum, value)
+
+
 def _default_workers() -> int:
-    configured = os.environ.get("GEM_MATH_GRADER_WORKERS")
-    if configured:
-        return max(1, int(configured))
-    return max(1, min(4, os.cpu_count() or 1))
+    return _setting("GEM_MATH_GRADER_WORKERS", max(1, min(4, os.cpu_count() or 1)), 1)
+
+
+def _default_memory_budget_mb(workers: int) -> int:
+    default = max(DEFAULT_MEMORY_BUDGET_MB, _BUDGET_PER_WORKER_MB * workers)
+    return _setting("GEM_MATH_GRADER_MEMORY_BUDGET_MB", default, 0)
 
 
 def _resolve(function: str) -> Any:
@@ -162,15 +214,42 @@ def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> N
 
 
 class _Worker:
-    """One forked worker: its job socket and a pidfd to signal it safely."""
+    """One forked worker: its job socket, a pidfd to signal it safely, and its last
+    sampled resident memory (``rss``, bytes)."""
 
     def __init__(self, pid: int, conn: Connection) -> None:
         self.pid = pid
         self.conn = conn
+        self.rss = 0
         try:
             self.pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
             self.pidfd = None  # died at once: its socket reads EOF, the job is "crashed"
+
+    def usage(self) -> tuple[float, float | None] | None:
+        """Seconds it has run on a CPU and waited for one (None where the kernel does not
+        say), or None if it is gone."""
+        try:
+            with open(f"/proc/{self.pid}/schedstat", "rb") as stats:
+                ran, waited = stats.read().split()[:2]
+            return int(ran) / 1e9, int(waited) / 1e9
+        except (OSError, ValueError):
+            pass
+        try:  # a kernel without schedstat: user plus system time, in clock ticks
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, None
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def measure_rss(self) -> int:
+        """Sample its resident memory into ``rss`` (kept as it was if it is gone)."""
+        try:
+            with open(f"/proc/{self.pid}/statm", "rb") as statm:
+                self.rss = int(statm.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+        return self.rss
 
     def signal(self, sig: int) -> None:
         if self.pidfd is None:
@@ -248,29 +327,48 @@ class _Template:
 
 # -- the scheduler ----------------------------------------------------------------------
 class _Job:
-    __slots__ = ("deadline", "on_done", "payload", "run_started", "submitted", "used", "worker")
+    __slots__ = (
+        "blocked", "budget", "fresh", "mark", "need_rss", "on_done", "payload", "served", "slice", "spent",
+        "submitted", "worker",
+    )  # fmt: skip
 
     def __init__(self, payload: bytes, timeout: float, on_done: Callable[[Outcome], None]) -> None:
         self.payload = payload
+        self.budget = timeout  # CPU seconds one attempt may use
         self.submitted = time.monotonic()
-        self.deadline = self.submitted + timeout
-        self.used = 0.0  # seconds run before the current slice
-        self.run_started: float | None = None  # set while running
+        self.served = 0.0  # CPU seconds over all its attempts: its place in the queue
+        self.spent = 0.0  # CPU seconds of this attempt: its deadline
+        self.slice = 0.0  # CPU seconds since it last started or resumed
+        self.blocked = 0.0  # seconds of this attempt it ran neither on a CPU nor waiting for one
+        #: (monotonic time, CPU seconds, seconds waited for a CPU) at its last sample
+        self.mark: tuple[float, float, float | None] | None = None
         self.worker: _Worker | None = None
+        self.fresh = True  # never evicted: may evict a paused job to get a process
+        self.need_rss = 0  # bytes it held when evicted for memory: the room it needs to restart
         self.on_done = on_done
 
     def order(self) -> tuple[float, float]:
-        # least time used first; among equals (jobs not yet started) the newest first:
-        # a burst of hostile answers submitted earlier does not hold back later arrivals,
-        # and under overload the oldest jobs, nearest their deadlines, are the ones lost
-        return (self.used, -self.submitted)
+        # least CPU used first; among equals (jobs not yet started) the oldest first, so a
+        # stream of newer answers cannot hold an older one back
+        return (self.served, self.submitted)
+
+    def restart(self) -> None:
+        """Forget the current attempt (its worker was killed): the job runs again from scratch."""
+        self.worker = None
+        self.mark = None
+        self.spent = self.slice = self.blocked = 0.0
+        self.fresh = False
 
 
 class GradingPool:
-    """Up to ``workers`` jobs running at once, each bounded by ``timeout`` from submission.
+    """Up to ``workers`` jobs running at once, each bounded by ``timeout`` CPU seconds of
+    its own work.
 
     ``preload`` names modules every worker has imported before it takes jobs;
-    ``max_processes`` caps worker processes (running plus paused).
+    ``memory_mb`` limits each worker's address space; ``max_processes`` caps worker
+    processes (running plus paused); ``memory_budget_mb`` bounds the workers' summed RSS
+    (default ``GEM_MATH_GRADER_MEMORY_BUDGET_MB``, else :data:`DEFAULT_MEMORY_BUDGET_MB`
+    or 256 MiB per worker if more; 0 for none).
 
     >>> with GradingPool(workers=1, timeout=1.0) as pool:
     ...     pool.compare("9^{9^{9^9}}", "1").status
@@ -284,14 +382,21 @@ class GradingPool:
         memory_mb: int | None = DEFAULT_MEMORY_MB,
         preload: Sequence[str] = ("gem_envs_math.verify",),
         max_processes: int = DEFAULT_MAX_PROCESSES,
+        memory_budget_mb: int | None = None,
     ) -> None:
         self.size = workers or _default_workers()
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.preload = tuple(preload)
         self.max_processes = max(self.size, max_processes)
-        #: how many workers were killed (overrun, death) and replaced
+        if memory_budget_mb is None:
+            memory_budget_mb = _default_memory_budget_mb(self.size)
+        self.memory_budget_mb = max(0, memory_budget_mb)
+        self._budget = self.memory_budget_mb << 20
+        #: how many workers were killed (overrun, death, eviction) and replaced
         self.restarts = 0
+        #: how many jobs were evicted (process cap, memory) and queued again to be retried
+        self.evictions = 0
         self._lock = threading.Lock()
         self._inbox: list[_Job] = []
         self._closed = False
@@ -301,9 +406,10 @@ class GradingPool:
         os.set_blocking(self._wake_w, False)
         # owned by the scheduler thread
         self._idle: list[_Worker] = []
-        self._queued: list[_Job] = []  # never started
+        self._queued: list[_Job] = []  # holding no worker: never started, or evicted
         self._running: list[_Job] = []
         self._paused: list[_Job] = []
+        self._spare_rss = 0  # resident bytes of a freshly forked worker
 
     # -- submitting -------------------------------------------------------------------
     def _submit(self, function: str, args: tuple, timeout: float | None, on_done: Callable[[Outcome], None]) -> None:
@@ -326,7 +432,7 @@ class GradingPool:
 
     def call(self, function: str, *args: Any, timeout: float | None = None) -> Outcome:
         """Run ``function`` (``"module:name"``, importable in the worker) on ``args``
-        (picklable) in a worker, within ``timeout`` seconds of now (default: the pool's)."""
+        (picklable) in a worker, allowing it ``timeout`` CPU seconds (default: the pool's)."""
         done = threading.Event()
         box: list[Outcome] = []
 
@@ -357,7 +463,7 @@ class GradingPool:
         return await future
 
     def compare(self, answer: str, reference: str, timeout: float | None = None) -> Verdict:
-        """Whether bare answers ``answer`` and ``reference`` are equivalent, within ``timeout``."""
+        """Whether bare answers ``answer`` and ``reference`` are equivalent, within ``timeout`` CPU seconds."""
         return _verdict(self.call(_EQUIVALENT, answer, reference, timeout=timeout))
 
     async def acompare(self, answer: str, reference: str, timeout: float | None = None) -> Verdict:
@@ -412,10 +518,13 @@ class GradingPool:
                     if self._closed:
                         break
                 now = time.monotonic()
-                self._expire(now)
+                for job in self._running:
+                    self._account(job, now)
+                self._enforce_memory()
+                self._expire()
                 self._dispatch(now)
                 self._prefork()
-                ready = wait([self._wake_r, *(j.worker.conn for j in self._running + self._paused)], self._sleep(now))
+                ready = wait([self._wake_r, *(j.worker.conn for j in self._running + self._paused)], self._sleep())
                 for item in ready:
                     if item == self._wake_r:
                         os.read(self._wake_r, 4096)
@@ -427,24 +536,58 @@ class GradingPool:
                 self._closed = True
             self._shutdown()
 
-    def _sleep(self, now: float) -> float:
-        """Until the next deadline, or the moment a running job may be paused for the job
-        that waits (its slice is over and it has used more)."""
-        events = [j.deadline for j in self._queued + self._running + self._paused]
+    def _sleep(self) -> float | None:
+        """Until the next sample, a budget that may run out, or the moment a running job
+        may be paused for the job that waits; None (until woken) while nothing runs."""
+        if not self._running:
+            return None
+        waits = [SAMPLE, *(j.budget - max(j.spent, j.blocked) for j in self._running)]
         candidate = self._candidate()
         if candidate is not None and len(self._running) >= self.size:
-            events += [
-                j.run_started + max(QUANTUM, candidate.used - j.used) + 1e-3  # type: ignore[operator]
-                for j in self._running
-            ]
-        return max(0.0, min(events) - now) if events else 3600.0
+            waits += [max(QUANTUM - j.slice, candidate.served - j.served) for j in self._running]
+        return max(1e-3, min(waits) + 1e-3)  # a job's CPU time grows no faster than the clock
+
+    def _account(self, job: _Job, now: float) -> None:
+        """Charge a running job the CPU its worker used since the last sample; sample its RSS."""
+        worker = job.worker
+        assert worker is not None
+        worker.measure_rss()
+        usage = worker.usage()
+        if usage is None or job.mark is None:
+            return  # it is gone: its socket reads EOF and the job is "crashed"
+        wall, cpu, waited = job.mark
+        ran = max(0.0, usage[0] - cpu)
+        job.spent += ran
+        job.served += ran
+        job.slice += ran
+        # without schedstat a sleeping worker cannot be told from one starved of CPU: only
+        # its CPU time bounds it then
+        if usage[1] is not None and waited is not None:
+            job.blocked += max(0.0, now - wall - ran - (usage[1] - waited))
+        job.mark = (now, *usage)
 
     def _candidate(self) -> _Job | None:
-        """The waiting job to run next: least time used, then last submitted; a job never
-        started needs a worker the process cap allows."""
-        room = bool(self._idle) or len(self._running) + len(self._paused) < self.max_processes
-        waiting = [j for j in self._queued + self._paused if j.worker is not None or room]
-        return min(waiting, key=_Job.order) if waiting else None
+        """The waiting job to run next: least CPU used, then first submitted. A job holding
+        no worker needs a process: one the cap allows, or (never evicted) one it may evict;
+        a job evicted for memory also needs that much room beside the others, or none there."""
+        room = self._room()
+        holders = self._running + self._paused
+        held = sum(j.worker.rss for j in holders)  # type: ignore[union-attr]
+
+        def startable(job: _Job) -> bool:
+            if job.worker is not None:
+                return True
+            if job.need_rss and holders and held + job.need_rss > self._budget:
+                return False
+            return room or job.fresh
+
+        return min(filter(startable, self._queued + self._paused), key=_Job.order, default=None)
+
+    def _room(self) -> bool:
+        return bool(self._idle) or len(self._running) + len(self._paused) < self.max_processes
+
+    def _resident(self) -> int:
+        return sum(w.rss for w in self._idle) + sum(j.worker.rss for j in self._running + self._paused)  # type: ignore[union-attr]
 
     def _finish(self, job: _Job, status: str, value: Any = None) -> None:
         for group in (self._queued, self._running, self._paused):
@@ -452,15 +595,51 @@ class GradingPool:
                 group.remove(job)
         job.on_done(Outcome(value, status, time.monotonic() - job.submitted))
 
+    def _retire(self, worker: _Worker) -> None:
+        """Kill ``worker``; one holding much memory is waited for (briefly), since until it
+        is gone its memory is still taken and a worker forked meanwhile would add to it."""
+        big = worker.rss > self._spare_rss + _RETAINED
+        worker.kill(wait_s=_TEARDOWN_S if big else 0.0)
+
     def _discard(self, worker: _Worker) -> None:
-        worker.kill()
+        self._retire(worker)
         self.restarts += 1
 
-    def _expire(self, now: float) -> None:
-        for job in [j for j in self._queued + self._running + self._paused if now >= j.deadline]:
-            if job.worker is not None:
-                self._discard(job.worker)
+    def _evict(self, job: _Job, need_rss: int = 0) -> None:
+        """Kill ``job``'s worker for the sake of the others and queue it again: load defers
+        a grade, it never scores one."""
+        assert job.worker is not None
+        self._discard(job.worker)
+        (self._paused if job in self._paused else self._running).remove(job)
+        job.restart()
+        job.need_rss = max(job.need_rss, need_rss)
+        self._queued.append(job)
+        self.evictions += 1
+
+    def _expire(self) -> None:
+        for job in [j for j in self._running if max(j.spent, j.blocked) >= j.budget]:
+            self._discard(job.worker)  # type: ignore[arg-type]
             self._finish(job, "timeout")
+
+    def _enforce_memory(self, headroom: int = 0) -> None:
+        """Bring the workers' summed RSS within the budget, less ``headroom``: idle spares
+        go first, then the largest paused job (else the largest running one) is evicted,
+        unless its own RSS is over the budget: then that answer has failed by itself."""
+        while self._budget and self._resident() + headroom > self._budget:
+            if self._idle:
+                with self._lock:
+                    spare = self._idle.pop()
+                spare.kill()
+                continue
+            if not (self._paused or self._running):
+                return
+            job = max(self._paused or self._running, key=lambda j: j.worker.rss)  # type: ignore[union-attr]
+            assert job.worker is not None
+            if job.worker.rss > self._budget:
+                self._discard(job.worker)
+                self._finish(job, "memory")
+            else:
+                self._evict(job, need_rss=job.worker.rss)
 
     def _reply(self, conn: Connection) -> None:
         job = next(j for j in self._running + self._paused if j.worker is not None and j.worker.conn is conn)
@@ -474,90 +653,93 @@ class GradingPool:
             return
         if job in self._paused:
             worker.signal(signal.SIGCONT)  # it replied just before it was paused
-        if len(self._idle) < self.size:
+        if len(self._idle) < self.size and worker.measure_rss() <= self._spare_rss + _RETAINED:
             with self._lock:
                 self._idle.append(worker)
         else:
-            worker.kill()
+            self._retire(worker)
         self._finish(job, "ok" if ok else "error", value)
 
-    def _worker(self) -> _Worker | None:
-        """An idle worker, or a new one if the process cap allows; None otherwise."""
-        if self._idle:
-            with self._lock:
-                return self._idle.pop()
-        if len(self._running) + len(self._paused) >= self.max_processes:
-            return None
-        assert self._template is not None
-        try:
-            return self._template.fork()
-        except OSError:
-            # the template died: start another (slow, and only after something killed it)
-            self._template.close()
-            try:
-                self._template = _Template(self.memory_mb, self.preload)
-                return self._template.fork()
-            except (OSError, RuntimeError):
-                return None
-
-    def _prefork(self) -> None:
-        """Keep ``workers`` idle spares, so a job rarely waits for a fork (one per pass of
-        the loop, only while nothing waits, so the scheduler stays responsive)."""
-        busy = len(self._running) + len(self._paused)
-        if self._queued or len(self._idle) >= self.size or busy + len(self._idle) >= self.max_processes:
-            return
+    def _spawn(self, restart: bool = True) -> _Worker | None:
+        """A fresh worker from the template; with ``restart``, a template that died is
+        started again (slow, and only after something killed it). None if none can start."""
         assert self._template is not None
         try:
             worker = self._template.fork()
         except OSError:
-            return  # the template is gone: the next job that needs a worker restarts it
+            if not restart:
+                return None
+            self._template.close()
+            try:
+                self._template = _Template(self.memory_mb, self.preload)
+                worker = self._template.fork()
+            except (OSError, RuntimeError):
+                return None
+        self._spare_rss = worker.measure_rss()
+        return worker
+
+    def _prefork(self) -> None:
+        """Keep ``workers`` idle spares, so a job rarely waits for a fork (one per pass of
+        the loop, only while nothing waits and the memory budget has room for one)."""
+        busy = len(self._running) + len(self._paused)
+        if self._queued or len(self._idle) >= self.size or busy + len(self._idle) >= self.max_processes:
+            return
+        if self._budget and self._resident() + self._spare_rss > self._budget:
+            return
+        worker = self._spawn(restart=False)  # the next job that needs a worker restarts the template
+        if worker is None:
+            return
         with self._lock:
             self._idle.append(worker)
             self._wake()  # another pass: the next spare, if one is still missing
 
-    def _start(self, job: _Job, now: float) -> bool:
-        """Run ``job`` (a fresh worker, or its paused one resumed); False if no worker."""
-        if job.worker is None:
-            worker = self._worker()
+    def _start(self, job: _Job, now: float) -> None:
+        """Run ``job``: its paused worker resumed, else an idle or a fresh one."""
+        if job.worker is not None:
+            job.worker.signal(signal.SIGCONT)
+            self._paused.remove(job)
+            if job.mark is not None:
+                job.mark = (now, *job.mark[1:])  # the time it sat paused is not its own
+        else:
+            self._queued.remove(job)
+            with self._lock:
+                worker = self._idle.pop() if self._idle else None
             if worker is None:
-                return False
+                self._enforce_memory(headroom=self._spare_rss)  # room first: a fork adds a worker's RSS at once
+                worker = self._spawn()
+            if worker is None:
+                job.on_done(Outcome("no grading worker can start", "crashed", now - job.submitted))
+                return
             try:
                 worker.conn.send_bytes(job.payload)
             except OSError:
                 self._discard(worker)
-                self._queued.remove(job)
                 job.on_done(Outcome(None, "crashed", now - job.submitted))
-                return True
+                return
             job.worker = worker
-            self._queued.remove(job)
-        else:
-            job.worker.signal(signal.SIGCONT)
-            self._paused.remove(job)
-        job.run_started = now
+            usage = worker.usage()
+            job.mark = None if usage is None else (now, *usage)
+        job.slice = 0.0
         self._running.append(job)
-        return True
 
-    def _pause(self, job: _Job, now: float) -> None:
-        assert job.worker is not None and job.run_started is not None
+    def _pause(self, job: _Job) -> None:
+        assert job.worker is not None
         job.worker.signal(signal.SIGSTOP)
-        job.used += now - job.run_started
-        job.run_started = None
         self._running.remove(job)
         self._paused.append(job)
 
     def _dispatch(self, now: float) -> None:
-        """Run the waiting jobs that have used least; pause running ones past their slice."""
+        """Run the waiting jobs that have used least: pause running ones past their slice,
+        and at the process cap evict the paused job that has used most."""
         while (candidate := self._candidate()) is not None:
             if len(self._running) >= self.size:
-                victims = [
-                    j for j in self._running
-                    if now - j.run_started >= QUANTUM and j.used + (now - j.run_started) > candidate.used  # type: ignore[operator]
-                ]  # fmt: skip
+                victims = [j for j in self._running if j.slice >= QUANTUM and j.served > candidate.served]
                 if not victims:
                     return
-                self._pause(max(victims, key=lambda j: j.used + (now - j.run_started)), now)  # type: ignore[operator]
-            if not self._start(candidate, now):
-                return
+                self._pause(max(victims, key=lambda j: j.served))
+            if candidate.worker is None and not self._room():
+                self._evict(max(self._paused, key=lambda j: j.served))
+            self._start(candidate, now)
 
     def _shutdown(self) -> None:
         for job in self._queued + self._running + self._paused:
@@ -599,7 +781,9 @@ def shared_pool(kind: str = "math") -> GradingPool:
     """The process-wide pool for ``kind`` of job (created on first use): every math env
     grades through ``shared_pool("math")``.
 
-    Its size comes from ``GEM_MATH_GRADER_WORKERS`` (default: CPU count, at most 4).
+    Its size comes from ``GEM_MATH_GRADER_WORKERS`` (default: CPU count, at most 4), its
+    memory budget from ``GEM_MATH_GRADER_MEMORY_BUDGET_MB`` (default
+    :data:`DEFAULT_MEMORY_BUDGET_MB`).
     """
     global _shared_pid
     with _shared_lock:
