@@ -26,8 +26,14 @@ def cmd_eval(argv: list[str]) -> int:
 
 
 def cmd_serve(argv: list[str]) -> int:
-    from gem.integrations.openenv_server import main
-
+    try:
+        from gem.integrations.openenv_server import main
+    except ImportError as exc:
+        if exc.name != "openenv":
+            raise
+        # also for --help: its options are of no use until the extra is installed, and this line says how
+        print(exc, file=sys.stderr)
+        return 1
     return main(argv)
 
 
@@ -122,6 +128,7 @@ def cmd_play(argv: list[str]) -> int:
     from gem.registration import make
 
     env = make(args.env_id)
+    _enable_line_editing()
     try:
         for episode in range(args.episodes):
             seed = None if args.seed is None else args.seed + episode
@@ -158,9 +165,22 @@ def cmd_play(argv: list[str]) -> int:
                     print(f"=== episode over ({'terminated' if terminated else 'truncated'}) after {turns}, "
                           f"return {total:+.3f} ===")
                     break
+    except KeyboardInterrupt:
+        # Ctrl-C ends the game: leave the prompt's line and say so, as a shell would
+        print("\nbye")
+        return 130
     finally:
         env.close()
     return 0
+
+
+def _enable_line_editing() -> None:
+    """Arrow keys, history and Ctrl-A/E in ``input()``: importing readline is enough."""
+    if sys.stdin.isatty():
+        try:
+            import readline  # noqa: F401
+        except ImportError:  # not on every platform (Windows)
+            pass
 
 
 def _shown(value: Any) -> str:
