@@ -15,6 +15,8 @@ so a change to gem-core is tested against every suite at once.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -30,7 +32,8 @@ PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-env
 SIBLINGS: dict[str, list[str]] = {
     "gem-core": [],
     "gem-envs-games": ["gem-core"],
-    "gem-envs-math": ["gem-core"],
+    # gem-tools: the tool-padding tests run eval:MATH500 behind the python tool
+    "gem-envs-math": ["gem-core", "gem-tools"],
     "gem-tools": ["gem-core"],
     "gem-envs-code": ["gem-core", "gem-tools"],
     "gem-envs-qa": ["gem-core", "gem-tools"],
@@ -72,20 +75,18 @@ SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian pa
 }
 
 #: the trainer adapters (gem-core/src/gem/integrations): one venv each, since their pins conflict (verl
-#: wants transformers < 5.11, OpenRLHF == 5.15). Each entry: pip installs in order. Where a framework's
-#: declared dependencies cannot install on CPU (OpenRLHF: deepspeed, flash-attn) or at all (tinker-cookbook:
-#: tml-renderers is not on the registry), it goes in with --no-deps and the pure-Python packages its
-#: extension points import are listed explicitly.
-INTEGRATIONS: dict[str, list[list[str]]] = {
+#: wants transformers < 5.11, OpenRLHF == 5.15). Each entry: pip installs in order, or the path of the
+#: example README whose `<!-- install -->` block holds the install commands (see _readme_commands): the
+#: session runs exactly those, then its `<!-- check -->` block, then the adapter's tests, so
+#: the README's commands are the ones tested.
+INTEGRATIONS: dict[str, list[list[str]] | str] = {
     "gymnasium": [["gymnasium==1.4.0"]],
     # `gem serve` (gem.integrations.openenv_server) against OpenEnv's own client
     "openenv": [["openenv==0.10.0"]],
-    "trl": [["torch==2.13.0"], ["trl==1.16.0"]],
-    "verl": [["torch==2.13.0"], ["verl==0.9.1", "cachetools", "msgspec", "pyzmq", "fastapi", "uvicorn"]],
-    "openrlhf": [["torch==2.13.0"], ["transformers==5.15.0", "sympy", "pylatexenc", "aiohttp"],
-                 ["--no-deps", "openrlhf==0.11.2"]],
-    "tinker": [["torch==2.13.0"], ["tinker==0.38.0", "chz", "pillow", "aiohttp", "blobfile", "cloudpickle", "datasets",
-                                   "pyrage", "termcolor", "tiktoken", "rich"], ["--no-deps", "tinker-cookbook==0.6.1"]],
+    "trl": "examples/trl/README.md",
+    "verl": "examples/verl/README.md",
+    "openrlhf": "examples/openrlhf/README.md",
+    "tinker": "examples/tinker/README.md",
 }
 
 nox.options.sessions = ["tests"]
@@ -145,12 +146,46 @@ def tests(session: nox.Session, package: str) -> None:
     _prune_venv(session)
 
 
+def _readme_commands(readme: Path, block: str) -> list[list[str]]:
+    """The commands of the fenced block between ``<!-- block -->`` and ``<!-- /block -->`` in ``readme``,
+    each split as a shell would (comments dropped, backslash continuations joined)."""
+    text = readme.read_text()
+    match = re.search(rf"<!-- {block} -->\s*```bash\n(.*?)```\s*<!-- /{block} -->", text, re.S)
+    if match is None:
+        raise ValueError(f"{readme}: no ```bash block between <!-- {block} --> and <!-- /{block} -->")
+    return [argv for argv in (shlex.split(line, comments=True) for line in match.group(1).replace("\\\n", " ")
+                              .splitlines()) if argv]
+
+
+def _run_readme_command(session: nox.Session, argv: list[str]) -> None:
+    """Run one README command in the session's venv: ``pip install ...`` through session.install,
+    ``[VAR=value ...] python ...`` through session.run (from the repo root, as the README says)."""
+    env = {}
+    while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
+        name, _, value = argv.pop(0).partition("=")
+        env[name] = value
+    if argv[:2] == ["pip", "install"] and not env:
+        session.install(*argv[2:])
+    elif argv[:1] == ["python"]:
+        session.run(*argv, env=env)
+    else:
+        session.error(f"a README block may hold only `pip install ...` and `python ...` lines, not: {shlex.join(argv)}")
+
+
 @nox.session
 @nox.parametrize("framework", sorted(INTEGRATIONS))
 def integration(session: nox.Session, framework: str) -> None:
-    """A trainer adapter's tests against its real framework (gem-core/tests/integrations/test_<framework>.py)."""
-    for args in INTEGRATIONS[framework]:
-        session.install(*args)
+    """A trainer adapter's tests against its real framework (gem-core/tests/integrations/test_<framework>.py);
+    for a framework with an example, first the example README's install and check commands."""
+    installs = INTEGRATIONS[framework]
+    if isinstance(installs, str):
+        readme = ROOT / installs
+        session.chdir(str(ROOT))  # the README's paths are relative to the repo root
+        for argv in _readme_commands(readme, "install") + _readme_commands(readme, "check"):
+            _run_readme_command(session, argv)
+    else:
+        for args in installs:
+            session.install(*args)
     suites = [str(ROOT / "gem-envs-games")] + ([str(ROOT / "gem-envs-math")] if framework == "gymnasium" else [])
     session.install("-e", f"{ROOT / 'gem-core'}[test]", *[arg for suite in suites for arg in ("-e", suite)])
     if framework not in ("gymnasium", "openenv"):

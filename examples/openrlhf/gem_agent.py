@@ -21,6 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":
+    # before anything imports huggingface_hub: no run waits on the hub unless the user asked (HF_HUB_OFFLINE=0);
+    # only as a script, so that the file leaves alone the OpenRLHF processes that import it
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 from gem.integrations.openrlhf import agent_executor
 
 ENV_ID = os.environ.get("GEM_ENV", "game:GuessTheNumber-v0-easy")

@@ -19,6 +19,9 @@ from pathlib import Path
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+# before anything imports huggingface_hub: no run waits on the hub unless the user asked (HF_HUB_OFFLINE=0)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
@@ -33,6 +36,27 @@ from gem.integrations.trl import (
     tool_environment,
 )
 
+#: default completion budget per hook (tokens per episode, env text included): with tools, room for the
+#: four calls and answers of a GuessTheNumber-v0-easy game
+BUDGET = {"rollout": 64, "tools": 320}
+
+
+def tool_texts(env_id: str, samples: int = 64) -> list[str]:
+    """Tool calls playing the env's random moves and the tool's answers, as the tool template writes them."""
+    env = gem.make(env_id)
+    texts = []
+    try:
+        env.reset(seed=0)
+        for _ in range(samples):
+            action = env.sample_random_action()
+            obs, _, terminated, truncated, _ = env.step(action)
+            texts += [tool_call_text(action), f"<tool_response>\n{obs}\n</tool_response>"]
+            if terminated or truncated:
+                env.reset()
+    finally:
+        env.close()
+    return texts
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -43,19 +67,25 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=4, help="rollouts per GRPO group (one seed)")
     parser.add_argument("--groups", type=int, default=1, help="GRPO groups per step")
     parser.add_argument("--max-completion-length", type=int, default=None,
-                        help="tokens per episode, env text included (default 64; 192 with --hook tools)")
+                        help=f"tokens per episode, env text included (default {BUDGET['rollout']}; "
+                             f"{BUDGET['tools']} with --hook tools)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--use-vllm", action="store_true", help="generate with vLLM (colocated; GPU)")
     parser.add_argument("--out", default="runs/trl-example")
     args = parser.parse_args()
     out = Path(args.out)
-    args.max_completion_length = args.max_completion_length or (192 if args.hook == "tools" else 64)
+    args.max_completion_length = args.max_completion_length or BUDGET[args.hook]
 
     tiny = args.model is None
     if tiny:
         from gem_train.model import build_tiny_model
 
-        args.model = str(build_tiny_model(out / "tiny-model", lambda: gem.make(args.env)))
+        # with --hook tools the tokenizer also learns the tool-call markup: spelled out byte by byte, one call
+        # and the tool's answer fill most of the budget, and a game needs several moves. One folder per hook,
+        # since build_tiny_model's reuse check does not look at extra_texts.
+        extra = tool_texts(args.env) if args.hook == "tools" else None
+        args.model = str(build_tiny_model(out / f"tiny-model-{args.hook}", lambda: gem.make(args.env),
+                                          extra_texts=extra))
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

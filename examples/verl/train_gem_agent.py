@@ -13,9 +13,13 @@ config (so a renamed key fails here, on a CPU) and prints the command.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+# before anything imports huggingface_hub: no run waits on the hub unless the user asked (HF_HUB_OFFLINE=0)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def write_inputs(env_id: str, out: Path, train_seeds: int, test_seeds: int) -> None:

@@ -51,3 +51,22 @@ def test_feedback_text_rejects_templates_that_rewrite_replies():
 
     with pytest.raises(ValueError, match="verbatim"):
         feedback_text(Hiding(), "x", reply_closed=True)
+
+
+def _readme_install_block(extra: str) -> tuple[str, ...]:
+    """The pip lines of ``examples/<extra>/README.md``'s ``<!-- install -->`` block (what the
+    framework's nox session runs), comments dropped."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / extra / "README.md").read_text()
+    block = text.split("<!-- install -->", 1)[1].split("<!-- /install -->", 1)[0]
+    lines = [line.split(" #", 1)[0].strip() for line in block.splitlines()]
+    return tuple(line for line in lines if line.startswith("pip "))
+
+
+@pytest.mark.parametrize("extra", ["trl", "verl", "openrlhf", "tinker"])
+def test_the_install_hint_is_the_example_readmes_install_block(extra):
+    from gem.integrations._support import INSTALL, install_hint
+
+    assert INSTALL[extra] == _readme_install_block(extra)
+    assert " && ".join(INSTALL[extra]) in install_hint(extra)

@@ -9,7 +9,11 @@ tokens. Runs in ``nox -s "integration(framework='tinker')"``.
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +101,55 @@ def test_builders_pickle_and_dataset_batches_cover_distinct_seeds(tiny_tokenizer
         train.get_batch(4)
     envs = asyncio.run(train.get_batch(0)[0].make_envs())
     assert len(envs) == 2
+
+
+FRAMEWORK, HIDDEN = "tinker", "tinker_cookbook"
+
+
+def readme_install(framework: str) -> list[str]:
+    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[3] / "examples" / framework / "README.md"
+    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
+    assert block, f"{readme} has no install block"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
+
+
+def test_missing_framework_error_is_one_line_naming_the_readme_install():
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.modules[{HIDDEN!r}] = None\n"
+            f"try:\n    import gem.integrations.{FRAMEWORK}\nexcept ImportError as e:\n    print(e)")
+    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert message.startswith(f"gem.integrations.{FRAMEWORK} needs ") and "\n" not in message
+    assert message.endswith(" && ".join(readme_install(FRAMEWORK)))
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "tinker" / "train_gem.py"
+
+
+def run_example(tmp_path, *args, hide_gem_train=False):
+    """The example as a user runs it, with HF_HUB_OFFLINE unset (the script's own default decides)."""
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    hide = "sys.modules['gem_train'] = None; " if hide_gem_train else ""
+    code = (f"import runpy, sys; {hide}sys.argv = [{str(EXAMPLE)!r}, *{list(args)!r}]; "
+            f"runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+
+
+def test_local_rollout_defaults_to_gem_trains_tiny_tokenizer_without_the_hub(tmp_path):
+    result = run_example(tmp_path, "--local-rollout", "--group-size", "2", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["episode 0", "episode 1"]
+    assert (tmp_path / "out" / "tiny-tokenizer" / "tokenizer.json").exists()
+
+
+def test_local_rollout_without_gem_train_or_hub_says_what_to_pass(tmp_path):
+    result = run_example(tmp_path, "--local-rollout", "--out", str(tmp_path / "out"), hide_gem_train=True)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in result.stderr and "--tokenizer PATH" in last and "HF_HUB_OFFLINE=0" in last

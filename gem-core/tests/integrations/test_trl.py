@@ -114,3 +114,63 @@ def test_tool_env_plays_and_scores_an_episode():
 def test_rollout_needs_seeded_prompts(tmp_path):
     with pytest.raises(ValueError, match="gem_dataset"):
         GemRollout(ENV_ID)([[{"role": "user", "content": "no seed"}]], trainer=None)
+
+
+FRAMEWORK, HIDDEN = "trl", "trl"
+
+
+def readme_install(framework: str) -> list[str]:
+    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[3] / "examples" / framework / "README.md"
+    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
+    assert block, f"{readme} has no install block"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
+
+
+def test_missing_framework_error_is_one_line_naming_the_readme_install():
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.modules[{HIDDEN!r}] = None\n"
+            f"try:\n    import gem.integrations.{FRAMEWORK}\nexcept ImportError as e:\n    print(e)")
+    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert message.startswith(f"gem.integrations.{FRAMEWORK} needs ") and "\n" not in message
+    assert message.endswith(" && ".join(readme_install(FRAMEWORK)))
+
+
+def load_example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "examples" / "trl" / "train_grpo.py"
+    spec = importlib.util.spec_from_file_location("trl_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_tool_hook_budget_holds_a_whole_game(tmp_path):
+    # a whole game's calls, the tool's answers and the turns' ends fit the example's default budget
+    import gem
+    from gem_train.model import build_tiny_model
+
+    example = load_example()
+    tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path, lambda: gem.make(ENV_ID),
+                                                         extra_texts=example.tool_texts(ENV_ID)))
+    tok.chat_template = tool_chat_template("qwen3")
+    env = gem.make(ENV_ID)
+    turns = []
+    for guess in range(1, 11):
+        move = f"\\boxed{{{guess}}}"
+        env.reset(seed=0)
+        call = {"type": "function", "function": {"name": "act", "arguments": {"action": move}}}
+        before = [{"role": "user", "content": "Play"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+        after = [*before, {"role": "tool", "name": "act", "content": str(env.step(move)[0])}]
+        answer = tok.apply_chat_template(after, tokenize=False, add_generation_prompt=True)[
+            len(tok.apply_chat_template(before, tokenize=False)):]
+        call_tokens = len(tok(tool_call_text(move), add_special_tokens=False)["input_ids"]) + 1  # + eos
+        turns.append(call_tokens + len(tok(answer, add_special_tokens=False)["input_ids"]))
+    assert env.unwrapped.max_turns * max(turns) <= example.BUDGET["tools"]

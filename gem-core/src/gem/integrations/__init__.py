@@ -1,7 +1,7 @@
 """Adapters that let other trainers drive GEM envs, one module per framework.
 
 Each module imports only gem-core and its framework, and the framework is an optional
-extra of gem-core (never a default dependency):
+extra of gem-core (never a default dependency); the extras below install from a clone:
 
 ==============================  ==========================================  =========================
 module                          hook                                        install
@@ -17,7 +17,10 @@ module                          hook                                        inst
 ``gem.integrations.gymnasium``  ``gymnasium.Env``                           ``gem-core[gymnasium]``
 ==============================  ==========================================  =========================
 
-Importing a module whose framework is missing raises an ``ImportError`` that names
-the extra; a framework release whose hook no longer matches fails at import (or at
+Importing a module whose framework is missing raises an ``ImportError`` on one line
+naming the install commands (for TRL, verl, OpenRLHF and Tinker, those of
+``examples/<framework>/README.md``, which its nox session runs: torch's CPU build first,
+and OpenRLHF and the Tinker cookbook with ``--no-deps``, since their declared dependencies
+cannot install on a CPU machine); a framework release whose hook no longer matches fails at import (or at
 construction) with a message naming the version the adapter was tested with.
 """

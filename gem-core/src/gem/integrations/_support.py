@@ -24,14 +24,34 @@ class FrameworkVersionError(GemError, ImportError):
     """The installed framework's hook differs from the one the adapter was tested with."""
 
 
+#: the install commands each example README gives (examples/<extra>/README.md, its ``<!-- install -->``
+#: block, which the noxfile runs; a test checks the two agree), run from the root of a clone of the repo
+INSTALL: dict[str, tuple[str, ...]] = {
+    "trl": ("pip install torch==2.13.0", "pip install -e 'gem-core[trl]' -e gem-envs-games -e gem-train"),
+    "verl": ("pip install torch==2.13.0", "pip install -e 'gem-core[verl]' -e gem-envs-games"),
+    "openrlhf": ("pip install torch==2.13.0", "pip install -e 'gem-core[openrlhf]' -e gem-envs-games",
+                 "pip install --no-deps openrlhf==0.11.2"),
+    "tinker": ("pip install torch==2.13.0", "pip install -e 'gem-core[tinker]' -e gem-envs-games -e gem-train",
+               "pip install --no-deps tinker-cookbook==0.6.1"),
+}
+
+
+def install_hint(extra: str) -> str:
+    """How to install the framework of ``gem.integrations.<extra>``, on one line."""
+    if extra in INSTALL:
+        return (f"from a clone of the GEM repo, as examples/{extra}/README.md says (a CUDA torch instead on a GPU "
+                f"machine): {' && '.join(INSTALL[extra])}")
+    return f"with: pip install -e 'gem-core[{extra}]'"
+
+
 def import_framework(module: str, *, dist: str, extra: str, tested: str) -> ModuleType:
-    """Import ``module`` from the framework ``dist``, or say which extra installs it."""
+    """Import ``module`` from the framework ``dist``, or say in one line how to install it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ImportError(
-            f"gem.integrations.{extra} needs {dist} (tested with {dist}=={tested}); "
-            f"install it with: pip install -e 'gem-core[{extra}]'  ({module}: {exc})"
+            f"gem.integrations.{extra} needs {dist}=={tested} ({module}: {reason}); install it {install_hint(extra)}"
         ) from exc
 
 
@@ -48,7 +68,7 @@ def require_hook(ok: bool, *, dist: str, tested: str, extra: str, what: str) -> 
     if not ok:
         raise FrameworkVersionError(
             f"{dist} {installed_version(dist)}: {what}. gem.integrations.{extra} was written and tested against "
-            f"{dist}=={tested}; install that version with: pip install -e 'gem-core[{extra}]'"
+            f"{dist}=={tested}; install that version {install_hint(extra)}"
         )
 
 
