@@ -6,6 +6,10 @@
 - :class:`FaultyEnv`: raises on the action ``"raise"``, kills its own process on
   ``"die"``, hangs on ``"hang"``, optionally fails its resets, to test the error
   handling of vector backends and the runner.
+- :class:`StatelessFaultyEnv`: :class:`FaultyEnv` without ``get_state``/``set_state``, an
+  env whose episode a vector env cannot carry over into a fresh worker.
+- :class:`DriftingEnv`: answers with something its ``get_state`` leaves out, an env that
+  does not go on from a restored state as it would have.
 - :class:`SlowEnv`: sleeps ``delay`` seconds per step, a stand-in for I/O-bound envs.
 - :class:`BarrierEnv`: each step waits at a shared ``threading.Barrier``, to prove that
   so many steps are in flight at once.
@@ -125,3 +129,30 @@ class FaultyEnv(CountEnv):
         if action == "hang":
             FaultyEnv.hung.wait(3600)
         return super().step(action)
+
+
+class StatelessFaultyEnv(FaultyEnv):
+    """:class:`FaultyEnv` with no state to snapshot, as the base :class:`~gem.core.Env`
+    (``get_state`` raises ``NotImplementedError``)."""
+
+    get_state = Env.get_state
+    set_state = Env.set_state
+
+
+class DriftingEnv(CountEnv):
+    """:class:`CountEnv` whose observations count the resets and steps this instance ran,
+    which its state leaves out: restored into a fresh instance, it answers otherwise."""
+
+    def __init__(self, high: int = 10, max_turns: int = 4) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.moves = 0
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        self.moves += 1
+        obs, info = super().reset(seed, **kwargs)
+        return f"{obs} (move {self.moves})", info
+
+    def step(self, action: str) -> StepResult:
+        self.moves += 1
+        obs, reward, terminated, truncated, info = super().step(action)
+        return f"{obs} (move {self.moves})", reward, terminated, truncated, info

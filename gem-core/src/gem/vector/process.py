@@ -5,9 +5,17 @@ env), started with ``fork`` while the caller has one thread, else ``forkserver``
 (``backend_kwargs={"context": ...}`` chooses). A worker answers each call as soon as
 it is done, so when it dies (or hangs past ``step_timeout`` and is killed) only the
 call it was running fails; calls it answered before keep their real results. It is
-restarted with fresh envs; its other envs lost their episodes and say so on their next
-call (raised, or with ``on_error="reset"`` as a truncated step with reward NaN and
-``info["episode_lost"]``, never as an ordinary episode end).
+restarted with fresh envs. A worker holding several envs sends, now and then, an env's
+:meth:`~gem.vector.slot.Slot.snapshot` with its answer (when
+:meth:`~gem.vector.slot.Slot.checkpoint` says one is due), and the caller keeps the calls
+answered since; so its other envs go on in the fresh worker from their last snapshots,
+the calls since replayed, as if nothing had happened (the calls of theirs that it never
+ran, run there). ``backend_kwargs={"restore_siblings": False}`` turns that off. Only an
+env without a state (``get_state`` not implemented), or whose replay answers otherwise
+than before (it is not deterministic given its state and action), or any env with it
+off, lost its episode; it says so on its next call (raised, or with ``on_error="reset"``
+as a truncated step with reward NaN and ``info["episode_lost"]``, never as an ordinary
+episode end).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Any
 
 from gem.core import Env
 from gem.vector.base import Call, VectorEnv
-from gem.vector.local import run_call
+from gem.vector.local import run_remote
 from gem.vector.slot import AutoresetMode, Failure, Slot
 
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
@@ -49,7 +57,7 @@ def _recv(conn: Connection) -> tuple[str, Any] | None:
         return None
 
 
-def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
+def _worker(conn: Connection, slot_args: list[SlotArgs], restore_siblings: bool) -> None:
     slots: dict[int, Slot] = {}
     try:
         for index, fn, env_id, mode, on_error in slot_args:
@@ -59,6 +67,7 @@ def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
                 conn.send(("init_error", Failure.from_exc(index, env_id, exc)))
                 return
         conn.send(("ready", None))
+        snapshot = restore_siblings and len(slots) > 1  # a lone env has no sibling whose death it outlives
         while True:
             message, payload = conn.recv()
             if message == "close":
@@ -67,18 +76,18 @@ def _worker(conn: Connection, slot_args: list[SlotArgs]) -> None:
                 conn.send(("closed", None))
                 return
             for call in payload:  # one message per call: a death or a hang costs only the calls not yet answered
-                conn.send(("result", run_call(slots[call[0]], call)))
+                conn.send(("result", run_remote(slots[call[0]], call, snapshot)))
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
 
 
 class _Worker:
-    def __init__(self, ctx: Any, slot_args: list[SlotArgs]) -> None:
+    def __init__(self, ctx: Any, slot_args: list[SlotArgs], restore_siblings: bool) -> None:
         self.slot_args = slot_args
         self.indices = [a[0] for a in slot_args]
         parent, child = ctx.Pipe()
         self.conn = parent
-        self.process = ctx.Process(target=_worker, args=(child, slot_args), daemon=True,
+        self.process = ctx.Process(target=_worker, args=(child, slot_args, restore_siblings), daemon=True,
                                    name=f"gem-vector-{self.indices[0]}")
         self.process.start()
         child.close()
@@ -114,7 +123,10 @@ class _Worker:
 
 
 class ProcessVectorEnv(VectorEnv):
-    """Envs in worker processes; calls to different workers run in parallel."""
+    """Envs in worker processes; calls to different workers run in parallel.
+
+    ``restore_siblings=False``: workers take no snapshots, and the other envs of a worker that
+    dies lose their episodes (see the module's docstring)."""
 
     backend = "process"
 
@@ -123,10 +135,12 @@ class ProcessVectorEnv(VectorEnv):
         env_fns: Sequence[Callable[[], Env]],
         num_workers: int | None = None,
         context: str | None = None,
+        restore_siblings: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(env_fns, **kwargs)
         self._context = context
+        self._restore_siblings = restore_siblings
         # chosen once: a restarted worker must rebuild its envs the way the first one did (a
         # factory that only fork can carry, a registry filled in this process)
         self._method = self._start_method()
@@ -147,7 +161,7 @@ class ProcessVectorEnv(VectorEnv):
 
     def _start(self, slot_args: list[SlotArgs]) -> _Worker:
         method = self._method
-        worker = _Worker(mp.get_context(method), slot_args)
+        worker = _Worker(mp.get_context(method), slot_args, self._restore_siblings)
         kind, payload = worker.recv()
         if kind != "ready":
             worker.stop()
@@ -201,7 +215,8 @@ class ProcessVectorEnv(VectorEnv):
                         answer = _recv(worker.conn)
                         if answer is None:
                             break
-                        results[pending.pop(0)[0]] = answer[1]
+                        call = pending.pop(0)
+                        results[call[0]] = self._answered(call, answer[1])
                         if deadlines:
                             deadlines[worker] = time.monotonic() + self.step_timeout
                     if pending and not worker.process.is_alive():
@@ -221,7 +236,8 @@ class ProcessVectorEnv(VectorEnv):
 
     def _lose_worker(self, worker: _Worker, pending: list[Call], results: dict[int, Any], reason: str | None) -> None:
         """A worker died (``reason``) or hung (``None``) while running ``pending[0]``: start a
-        fresh one; that call fails, and every other env of the worker lost its episode."""
+        fresh one; that call fails, the worker's other envs go on in the fresh one
+        (:meth:`~gem.vector.base.VectorEnv._after_death`)."""
         culprit = pending[0]
         if reason is None:
             failure = self._timed_out(culprit[0], culprit, "its worker process was killed and restarted")
@@ -232,12 +248,7 @@ class ProcessVectorEnv(VectorEnv):
             reason = f"{reason} while env {culprit[0]} ran; it was restarted"
         worker.conn.close()
         self._start(worker.slot_args)
-        for i in worker.indices:
-            if i != culprit[0]:
-                self._lost[i] = reason
-        results[culprit[0]] = self._failed(culprit[0], culprit, failure)
-        for call in pending[1:]:
-            results[call[0]] = self._after_loss(call[0], call)
+        results.update(self._after_death(worker.indices, pending, failure, reason))
 
     def _close(self) -> None:
         for worker in getattr(self, "_workers", []):

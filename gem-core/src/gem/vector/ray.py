@@ -10,8 +10,10 @@ else ``address`` (``backend_kwargs={"address": "head-host:6379"}``), else the
 ``RAY_ADDRESS`` environment variable, else a new local Ray instance; ``init_kwargs`` go
 to ``ray.init``. An actor that dies (its process killed, its node lost) is replaced by a
 new actor with fresh envs, as is one that hangs past ``step_timeout``; the call it was
-running fails and the other envs it held report their lost episodes on their next call,
-as the process backend's dead worker does.
+running fails and the other envs it held go on in the new actor from their last
+snapshots, the calls since replayed (only envs without a state, or whose replay answers
+otherwise than before, report their lost episodes on their next call), as with the
+process backend's dead worker (``restore_siblings=False`` turns that off, as there).
 
 >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 64, backend="ray",  # doctest: +SKIP
 ...                     backend_kwargs={"address": "head-host:6379"})
@@ -34,7 +36,7 @@ except ImportError as exc:
 from gem.core import Env
 from gem.errors import VectorEnvError
 from gem.vector.base import Call, VectorEnv
-from gem.vector.local import run_call
+from gem.vector.local import run_remote
 from gem.vector.process import SlotArgs
 from gem.vector.slot import AutoresetMode, Failure, Slot
 
@@ -43,8 +45,9 @@ from gem.vector.slot import AutoresetMode, Failure, Slot
 class _SlotActor:
     """The slots of some envs, inside one Ray actor; calls to it run one at a time."""
 
-    def __init__(self, slot_args: list[SlotArgs]) -> None:
+    def __init__(self, slot_args: list[SlotArgs], restore_siblings: bool) -> None:
         self.slots: dict[int, Slot] = {}
+        self.restore_siblings = restore_siblings
         self.failure: Failure | None = None
         for index, fn, env_id, mode, on_error in slot_args:
             try:
@@ -56,8 +59,9 @@ class _SlotActor:
     def ready(self) -> Failure | None:
         return self.failure
 
-    def execute(self, calls: list[Call]) -> list[Any]:
-        return [run_call(self.slots[c[0]], c) for c in calls]
+    def execute(self, calls: list[Call]) -> list[tuple[Any, bytes | None]]:
+        snapshot = self.restore_siblings and len(self.slots) > 1  # a lone env has no sibling whose death it outlives
+        return [run_remote(self.slots[c[0]], c, snapshot) for c in calls]
 
     def close(self) -> None:
         for slot in self.slots.values():
@@ -80,7 +84,8 @@ class RayVectorEnv(VectorEnv):
     ``actor_options`` go to ``.options()`` of every actor (default
     ``{"scheduling_strategy": "SPREAD"}``: actors spread over the cluster's nodes);
     e.g. ``{"num_cpus": 1}`` reserves a CPU per actor, ``{"runtime_env": ...}`` ships
-    code or packages to the nodes.
+    code or packages to the nodes. ``restore_siblings=False``: actors take no snapshots, and
+    the other envs of an actor that dies lose their episodes.
 
     >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 8, backend="ray",  # doctest: +SKIP
     ...                     backend_kwargs={"num_actors": 4})
@@ -95,9 +100,11 @@ class RayVectorEnv(VectorEnv):
         address: str | None = None,
         init_kwargs: dict[str, Any] | None = None,
         actor_options: dict[str, Any] | None = None,
+        restore_siblings: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(env_fns, **kwargs)
+        self._restore_siblings = restore_siblings
         self._actors: list[_Actor] = []
         if not ray.is_initialized():
             ray.init(address=address, **(init_kwargs or {}))
@@ -108,7 +115,7 @@ class RayVectorEnv(VectorEnv):
             for position in range(actors):
                 chunk = range(position, self.num_envs, actors)
                 args = [(i, env_fns[i], self.env_ids[i], self.autoreset_mode.value, self.on_error) for i in chunk]
-                self._actors.append(_Actor(_SlotActor.options(**self._actor_options).remote(args), args))
+                self._actors.append(_Actor(self._new_actor(args), args))
                 self._owner.update((i, position) for i in chunk)
             self._wait_ready(self._actors)  # all at once: actors start in parallel
         except BaseException:
@@ -144,7 +151,7 @@ class RayVectorEnv(VectorEnv):
                 position = heads[ref]
                 call, _ = waiting[position].pop(0)
                 try:
-                    results[call[0]] = ray.get(ref)[0]
+                    results[call[0]] = self._answered(call, ray.get(ref)[0])
                     if deadlines:
                         deadlines[position] = time.monotonic() + self.step_timeout
                 except RayActorError as exc:
@@ -163,7 +170,8 @@ class RayVectorEnv(VectorEnv):
     def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
                     reason: str | None) -> None:
         """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
-        that call fails, and every other env of the actor lost its episode."""
+        that call fails, the actor's other envs go on in the new one
+        (:meth:`~gem.vector.base.VectorEnv._after_death`)."""
         culprit = pending[0][0]
         if reason is None:
             failure = self._timed_out(culprit[0], culprit, "its Ray actor was killed and replaced")
@@ -173,18 +181,18 @@ class RayVectorEnv(VectorEnv):
                               f"{reason} and was replaced with a fresh env", "")
             reason = f"{reason} while env {culprit[0]} ran; it was replaced"
         self._replace(position)
-        self._lost.update((i, reason) for i in self._actors[position].indices if i != culprit[0])
-        results[culprit[0]] = self._failed(culprit[0], culprit, failure)
-        for call, _ in pending[1:]:
-            results[call[0]] = self._after_loss(call[0], call)
+        results.update(self._after_death(self._actors[position].indices, [c for c, _ in pending], failure, reason))
 
     def _replace(self, position: int) -> None:
         """Start a new actor with fresh envs in place of a dead one."""
         dead = self._actors[position]
         ray.kill(dead.handle, no_restart=True)
-        actor = _Actor(_SlotActor.options(**self._actor_options).remote(dead.slot_args), dead.slot_args)
+        actor = _Actor(self._new_actor(dead.slot_args), dead.slot_args)
         self._actors[position] = actor
         self._wait_ready([actor])
+
+    def _new_actor(self, slot_args: list[SlotArgs]) -> ActorHandle:
+        return _SlotActor.options(**self._actor_options).remote(slot_args, self._restore_siblings)
 
     def _close(self) -> None:
         actors, self._actors = getattr(self, "_actors", []), []
