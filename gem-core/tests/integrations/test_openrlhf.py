@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("openrlhf")
 
-from adapter_kit import ENV_ID, secret_of
+from adapter_kit import ENV_ID, assert_missing_framework_is_one_line, secret_of
 from openrlhf.utils.agent import AgentExecutorBase
 
 from gem.integrations.openrlhf import seed_of
@@ -95,26 +95,5 @@ def test_labels_carry_seeds():
         seed_of("not a seed")
 
 
-FRAMEWORK, HIDDEN = "openrlhf", "openrlhf"
-
-
-def readme_install(framework: str) -> list[str]:
-    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[3] / "examples" / framework / "README.md"
-    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
-    assert block, f"{readme} has no install block"
-    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
-
-
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
-    import subprocess
-    import sys
-
-    code = (f"import sys; sys.modules[{HIDDEN!r}] = None\n"
-            f"try:\n    import gem.integrations.{FRAMEWORK}\nexcept ImportError as e:\n    print(e)")
-    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert message.startswith(f"gem.integrations.{FRAMEWORK} needs ") and "\n" not in message
-    assert message.endswith(" && ".join(readme_install(FRAMEWORK)))
+    assert_missing_framework_is_one_line("openrlhf", "openrlhf")

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("tinker_cookbook")
 
-from adapter_kit import ENV_ID, secret_of
+from adapter_kit import ENV_ID, assert_missing_framework_is_one_line, secret_of
 from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs
 from tinker_cookbook.rl.data_processing import trajectory_to_data
 from tinker_cookbook.rl.rollouts import do_group_rollout
@@ -103,29 +103,8 @@ def test_builders_pickle_and_dataset_batches_cover_distinct_seeds(tiny_tokenizer
     assert len(envs) == 2
 
 
-FRAMEWORK, HIDDEN = "tinker", "tinker_cookbook"
-
-
-def readme_install(framework: str) -> list[str]:
-    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[3] / "examples" / framework / "README.md"
-    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
-    assert block, f"{readme} has no install block"
-    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
-
-
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
-    import subprocess
-    import sys
-
-    code = (f"import sys; sys.modules[{HIDDEN!r}] = None\n"
-            f"try:\n    import gem.integrations.{FRAMEWORK}\nexcept ImportError as e:\n    print(e)")
-    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert message.startswith(f"gem.integrations.{FRAMEWORK} needs ") and "\n" not in message
-    assert message.endswith(" && ".join(readme_install(FRAMEWORK)))
+    assert_missing_framework_is_one_line("tinker", "tinker_cookbook")
 
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "tinker" / "train_gem.py"

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("verl")
 
 import hydra
-from adapter_kit import ENV_ID, secret_of
+from adapter_kit import ENV_ID, assert_missing_framework_is_one_line, secret_of
 from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
 from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -109,26 +109,5 @@ def test_dataset_rows_reach_the_loop_through_verls_dataset(tmp_path, tiny_tokeni
     assert run_row(tiny_tokenizer, server, fields).reward_score == 1.0
 
 
-FRAMEWORK, HIDDEN = "verl", "verl"
-
-
-def readme_install(framework: str) -> list[str]:
-    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[3] / "examples" / framework / "README.md"
-    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
-    assert block, f"{readme} has no install block"
-    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
-
-
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
-    import subprocess
-    import sys
-
-    code = (f"import sys; sys.modules[{HIDDEN!r}] = None\n"
-            f"try:\n    import gem.integrations.{FRAMEWORK}\nexcept ImportError as e:\n    print(e)")
-    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert message.startswith(f"gem.integrations.{FRAMEWORK} needs ") and "\n" not in message
-    assert message.endswith(" && ".join(readme_install(FRAMEWORK)))
+    assert_missing_framework_is_one_line("verl", "verl")
