@@ -2,7 +2,7 @@
 
     nox -s train          # the main job: a short RL run on CPU (Hydra overrides after --)
     nox -s tests          # every package's tests, each in its own venv
-    nox -s "tests(package='gem-core')"   # one package (gem-core's also runs the integration sessions)
+    nox -s "tests(package='gem-core')"   # one package (gem-core's also runs the integration and suites sessions)
     nox -s "integration(framework='trl')" # one trainer adapter, in its own venv
     nox -s lint           # ruff
     nox -s demo           # play every installed env with random actions
@@ -143,6 +143,28 @@ def tests(session: nox.Session, package: str) -> None:
         # session per call, so each parametrisation is named)
         for framework in sorted(INTEGRATIONS):
             session.notify(f"integration(framework={framework!r})")
+        session.notify("suites")
+    _prune_venv(session)
+
+
+#: gem-core's tests that check the suites through the core (the reference's module paths and
+#: constructor signatures, make's argument check over every registered id): in gem-core's own
+#: session they skip what is not installed, so the suites session runs them with every suite
+SUITE_TESTS = ["test_compat.py", "test_compat_signatures.py", "test_compat_reference_scripts.py",
+               "test_make_kwargs.py"]
+
+
+@nox.session
+def suites(session: nox.Session) -> None:
+    """gem-core's cross-suite tests (SUITE_TESTS) with every package but gem-train installed."""
+    args = []
+    for package in PACKAGES:
+        if package != "gem-train":
+            args += ["-e", f"{ROOT / package}[test]" if package == "gem-core" else str(ROOT / package)]
+    session.install(*args)
+    session.run("python", "-m", "gem.data")
+    session.run("pytest", *[str(ROOT / "gem-core" / "tests" / name) for name in SUITE_TESTS], "-q",
+                "-p", "no:cacheprovider", *session.posargs)
     _prune_venv(session)
 
 
