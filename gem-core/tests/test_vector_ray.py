@@ -221,6 +221,28 @@ def test_the_siblings_of_a_dead_actor_go_on_from_their_state(make_ray_vec, count
         assert envs.call("get_state", indices=[1, 3]) == twin.call("get_state", indices=[1, 3])
 
 
+def test_a_death_whose_replies_were_lost_reruns_the_unanswered_calls_to_find_the_killer(make_ray_vec):
+    """An actor that dies can take with it the replies to calls it had finished, so the first
+    unanswered call is not known to be the killer. Here the reply to env 1's step is lost as if
+    the actor died right after running it: env 1 goes back to its snapshot in the fresh actor and
+    its step runs again (its answer is the twin's), and the second death names env 0's call."""
+    ids = ["test:Faulty-v0", "test:Count-v0"]
+    with make_ray_vec(ids, backend_kwargs={"num_actors": 1}, on_error="reset", seed=3) as envs, \
+            gem.make_vec(ids, backend="sync", seed=3) as twin:
+        assert envs.reset() == twin.reset()
+        step = (1, "step", ("\\boxed{3}",), {})
+        expected = twin.step({1: "\\boxed{3}"})
+        ray.get(envs._actors[0].handle.execute.remote([step]))  # env 1 ran it; its reply is dropped
+        ray.kill(envs._actors[0].handle, no_restart=True)
+        results: dict = {}
+        envs._lose_actor(0, [(step, None), ((0, "step", ("die",), {}), None)], results,
+                         "its Ray actor died (test)")
+        obs, reward, terminated, truncated, info = results[1]
+        assert (obs, reward, info) == (expected[0][0], expected[1][0], expected[4][0])
+        assert results[0][3] and results[0][4]["error_type"] == "WorkerDied"
+        assert envs.call("get_state", indices=[1]) == twin.call("get_state", indices=[1])
+
+
 @pytest.mark.parametrize("mode", ["same_step", "next_step"])
 def test_the_siblings_of_an_actor_that_dies_long_after_their_snapshots_replay_their_calls(
         make_ray_vec, count_registry, mode):

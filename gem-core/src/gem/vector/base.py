@@ -229,7 +229,18 @@ class VectorEnv(ABC):
         ``pending``, by env index."""
         culprit = pending[0]
         self._forget(culprit[0])  # its env is a fresh one, with nothing to go on from
-        siblings = [i for i in indices if i != culprit[0] and i in self._snapshots]  # the others were never called
+        self._restore([i for i in indices if i != culprit[0]], reason)
+        answers = {culprit[0]: self._failed(culprit[0], culprit, failure)}
+        rest = list(pending[1:])
+        answers.update(zip([c[0] for c in rest], self._execute(rest) if rest else []))
+        return answers
+
+    def _restore(self, indices: Sequence[int], reason: str) -> None:
+        """Put the envs ``indices`` of a fresh worker back where the dead one left them: each
+        from its last snapshot with the calls it answered since replayed; an env without a
+        snapshot (no state), or whose restore fails, lost its episode (``reason``). Envs never
+        called stay fresh."""
+        siblings = [i for i in indices if i in self._snapshots]
         restores = [(i, "restore", (self._snapshots[i], self._replays[i]), {})
                     for i in siblings if self._snapshots[i] is not None]
         restored = dict(zip([c[0] for c in restores], self._execute(restores) if restores else []))
@@ -240,10 +251,6 @@ class VectorEnv(ABC):
                 self._lost[i] = f"{reason}; its state could not be restored ({restored[i].describe()})"
             if i in self._lost:
                 self._forget(i)
-        answers = {culprit[0]: self._failed(culprit[0], culprit, failure)}
-        rest = list(pending[1:])
-        answers.update(zip([c[0] for c in rest], self._execute(rest) if rest else []))
-        return answers
 
     def _forget(self, index: int) -> None:
         self._snapshots.pop(index, None)

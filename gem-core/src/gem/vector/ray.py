@@ -168,10 +168,14 @@ class RayVectorEnv(VectorEnv):
         return [results[c[0]] for c in calls]
 
     def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
-                    reason: str | None) -> None:
+                    reason: str | None, known: bool = False) -> None:
         """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
         that call fails, the actor's other envs go on in the new one
-        (:meth:`~gem.vector.base.VectorEnv._after_death`)."""
+        (:meth:`~gem.vector.base.VectorEnv._after_death`). A death with several calls unanswered
+        does not say which one ran (see :meth:`_rerun`), unless ``known``."""
+        if reason is not None and len(pending) > 1 and not known:
+            self._rerun(position, [call for call, _ in pending], results, reason)
+            return
         culprit = pending[0][0]
         if reason is None:
             failure = self._timed_out(culprit[0], culprit, "its Ray actor was killed and replaced")
@@ -182,6 +186,30 @@ class RayVectorEnv(VectorEnv):
             reason = f"{reason} while env {culprit[0]} ran; it was replaced"
         self._replace(position)
         results.update(self._after_death(self._actors[position].indices, [c for c, _ in pending], failure, reason))
+
+    def _rerun(self, position: int, calls: list[Call], results: dict[int, Any], reason: str) -> None:
+        """An actor died with ``calls`` unanswered. Its replies to calls it finished can be lost with
+        it, so the first unanswered call need not be the one that killed it: every env of the actor
+        goes back to its last snapshot in a fresh actor (:meth:`~gem.vector.base.VectorEnv._restore`;
+        the replies lost were never recorded, so the calls are not replayed twice) and the calls
+        run again there one at a time, so that a second death names its call."""
+        self._replace(position)
+        self._restore(self._actors[position].indices, f"{reason}; it was replaced")
+        for k, call in enumerate(calls):
+            if call[0] in self._lost:
+                results[call[0]] = self._after_loss(call[0], call)
+                continue
+            ref = self._actors[position].handle.execute.remote([call])
+            rest: list[tuple[Call, Any]] = [(call, ref), *((c, None) for c in calls[k + 1:])]
+            try:
+                ready, _ = ray.wait([ref], num_returns=1, timeout=self.step_timeout)
+                if not ready:
+                    self._lose_actor(position, rest, results, None)
+                    return
+                results[call[0]] = self._answered(call, ray.get(ref)[0])
+            except RayActorError as exc:
+                self._lose_actor(position, rest, results, f"its Ray actor died ({type(exc).__name__})", known=True)
+                return
 
     def _replace(self, position: int) -> None:
         """Start a new actor with fresh envs in place of a dead one."""
