@@ -87,6 +87,8 @@ INTEGRATIONS: dict[str, list[list[str]] | str] = {
     "verl": "examples/verl/README.md",
     "openrlhf": "examples/openrlhf/README.md",
     "tinker": "examples/tinker/README.md",
+    "skyrl": "examples/skyrl/README.md",
+    "verifiers": "examples/verifiers/README.md",
 }
 
 nox.options.sessions = ["tests"]
@@ -210,7 +212,7 @@ def integration(session: nox.Session, framework: str) -> None:
             session.install(*args)
     suites = [str(ROOT / "gem-envs-games")] + ([str(ROOT / "gem-envs-math")] if framework == "gymnasium" else [])
     session.install("-e", f"{ROOT / 'gem-core'}[test]", *[arg for suite in suites for arg in ("-e", suite)])
-    if framework not in ("gymnasium", "openenv"):
+    if framework not in ("gymnasium", "openenv", "skyrl", "verifiers"):
         # the tests build gem-train's tiny model and tokenizer (torch and transformers are installed above)
         session.install("--no-deps", "-e", str(ROOT / "gem-train"))
     session.run("pytest", str(ROOT / "gem-core" / "tests" / "integrations" / f"test_{framework}.py"), "-q",

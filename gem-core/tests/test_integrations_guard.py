@@ -9,7 +9,8 @@ import pytest
 from gem.integrations._support import FrameworkVersionError, feedback_text, require_hook
 
 ADAPTERS = {"trl": "trl", "verl": "verl", "openrlhf": "openrlhf.utils.agent",
-            "tinker": "tinker_cookbook.rl.types", "gymnasium": "gymnasium"}
+            "tinker": "tinker_cookbook.rl.types", "gymnasium": "gymnasium", "verifiers": "verifiers",
+            "skyrl": "skyrl_gym"}
 
 
 @pytest.mark.parametrize("extra", sorted(ADAPTERS))
@@ -64,7 +65,7 @@ def _readme_install_block(extra: str) -> tuple[str, ...]:
     return tuple(line for line in lines if line.startswith("pip "))
 
 
-@pytest.mark.parametrize("extra", ["trl", "verl", "openrlhf", "tinker"])
+@pytest.mark.parametrize("extra", ["trl", "verl", "openrlhf", "tinker", "skyrl", "verifiers"])
 def test_the_install_hint_is_the_example_readmes_install_block(extra):
     from gem.integrations._support import INSTALL, install_hint
 

@@ -113,3 +113,16 @@ def test_a_factory_returning_a_wrapper_still_records_the_id(gem_registry):
     gem_registry.register("wrapped:Count-v0", lambda: TimeLimit(CountEnv(), max_steps=2))
     env = gem.make("wrapped:Count-v0")
     assert env.env_id == "wrapped:Count-v0" and env.unwrapped.spec.id == "wrapped:Count-v0"
+
+
+def test_a_family_makes_every_unregistered_id_of_its_suite(gem_registry):
+    from gem.testing.envs import CountEnv
+
+    gem_registry.register_family("fam", lambda size: CountEnv(high=int(size)), "size")
+    gem_registry.register("fam:Fixed-v0", "gem.testing.envs:CountEnv", high=3)
+    assert gem.make("fam:7").high == 7  # the name after the suite is the argument
+    assert gem.make("fam:Fixed-v0").high == 3  # an id registered one by one wins
+    with pytest.raises(UnknownEnvError):
+        gem.make("other:7")
+    with gem_registry.registering_as("dist-two"), pytest.raises(RegistrationError, match="fam"):
+        gem_registry.register_family("fam", "a:B", "x")

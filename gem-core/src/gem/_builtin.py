@@ -22,6 +22,13 @@ def gem_register_wrappers(registry):
 
 
 @hookimpl
+def gem_register_envs(registry):
+    # ``vf:<taskset>``: a Prime Intellect verifiers environment, loaded by verifiers' own loader
+    # (gem.integrations.verifiers, extra gem-core[verifiers]); nothing is imported until one is made
+    registry.register_family("vf", "gem.integrations.verifiers:VerifiersEnv", "taskset")
+
+
+@hookimpl
 def gem_register_commands(cli):
     from gem.cli import commands
 

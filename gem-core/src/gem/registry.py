@@ -251,6 +251,7 @@ class EnvRegistry(_Sourced):
     def __init__(self) -> None:
         super().__init__()
         self._specs: dict[str, EnvSpec] = {}
+        self._families: dict[str, EnvSpec] = {}
         self._lock = threading.RLock()
 
     def register(
@@ -288,6 +289,32 @@ class EnvRegistry(_Sourced):
             self._specs[id] = spec
         return spec
 
+    def register_family(self, suite: str, entry_point: str | Callable[..., Any], argument: str, *,
+                        description: str | None = None) -> None:
+        """Make every id ``suite:NAME`` that is not registered one by one: ``entry_point(**{argument: NAME})``,
+        for envs that come from another framework's own registry (``vf:<verifiers taskset>``).
+
+        >>> registry.register_family("vf", "gem.integrations.verifiers:VerifiersEnv", "taskset")  # doctest: +SKIP
+        """
+        parse_env_id(f"{suite}:x")
+        self._note()
+        with self._lock:
+            old = self._families.get(suite)
+            if old is not None and old.source != self.source:
+                raise RegistrationError(f"env id family {suite!r} is registered by both {old.source!r} and "
+                                        f"{self.source!r}")
+            self._families[suite] = EnvSpec(f"{suite}:*", entry_point, {"_argument": argument}, self.source,
+                                            description)
+
+    def _family_spec(self, env_id: str) -> EnvSpec | None:
+        suite, _, name = env_id.partition(":")
+        family = self._families.get(suite)
+        if family is None or not name:
+            return None
+        parse_env_id(env_id)
+        return EnvSpec(env_id, family.entry_point, {family.kwargs["_argument"]: name}, family.source,
+                       family.description)
+
     def spec(self, env_id: str) -> EnvSpec:
         """The spec of ``env_id``; an unknown id raises with suggestions."""
         try:
@@ -296,6 +323,9 @@ class EnvRegistry(_Sourced):
             pass
         if not isinstance(env_id, str):
             raise UnknownEnvError(f"env id must be a string, got {type(env_id).__name__}")
+        family = self._family_spec(env_id)
+        if family is not None:
+            return family
         hint = did_you_mean(env_id, list(self._specs))
         package = package_for(env_id)
         if package and not any(i.split(":")[0] == env_id.split(":")[0] for i in self._specs):

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible chat server: exact, known answers for tests and smoke runs.
 
-It speaks just enough of the API for ``gem eval`` (``POST /v1/chat/completions``,
-``GET /v1/models``) and answers from a script chosen by the request's model name:
+It speaks just enough of the API for ``gem eval`` (``POST /v1/chat/completions``, streamed
+too when asked, and ``GET /v1/models``) and answers from a script chosen by the request's model name:
 
 - ``bisect``: plays a guess-the-number game by binary search on the hints in the
   conversation (the range from "between A and B" in the first user message, then
@@ -96,6 +96,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, id: str, model: Any, reply: str) -> None:
+        """The answer as an SSE stream (``"stream": true``, as agent programs such as verifiers' ask):
+        the reply in one delta, then the finish reason, then ``[DONE]``."""
+        chunk = {"id": id, "object": "chat.completion.chunk", "model": model}
+        events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": reply},
+                                         "finish_reason": None}]},
+                  {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": "bisect", "object": "model"}]})
@@ -131,6 +145,9 @@ class _Handler(BaseHTTPRequestHandler):
                 owner.answered += 1
             prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
             completion_tokens = len(reply.split())
+            if body.get("stream"):
+                self._stream(f"chatcmpl-{number}", body.get("model"), reply)
+                return
             self._send(200, {
                 "id": f"chatcmpl-{number}",
                 "object": "chat.completion",

@@ -33,14 +33,16 @@ INSTALL: dict[str, tuple[str, ...]] = {
                  "pip install --no-deps openrlhf==0.11.2"),
     "tinker": ("pip install torch==2.13.0", "pip install -e 'gem-core[tinker]' -e gem-envs-games -e gem-train",
                "pip install --no-deps tinker-cookbook==0.6.1"),
+    "skyrl": ("pip install -e 'gem-core[skyrl]' -e gem-envs-games",),
+    "verifiers": ("pip install -e 'gem-core[verifiers]' -e gem-envs-games",),
 }
 
 
 def install_hint(extra: str) -> str:
     """How to install the framework of ``gem.integrations.<extra>``, on one line."""
     if extra in INSTALL:
-        return (f"from a clone of the GEM repo, as examples/{extra}/README.md says (a CUDA torch instead on a GPU "
-                f"machine): {' && '.join(INSTALL[extra])}")
+        gpu = " (a CUDA torch instead on a GPU machine)" if any("torch==" in c for c in INSTALL[extra]) else ""
+        return f"from a clone of the GEM repo, as examples/{extra}/README.md says{gpu}: {' && '.join(INSTALL[extra])}"
     return f"with: pip install -e 'gem-core[{extra}]'"
 
 
