@@ -22,6 +22,12 @@ SETUP = (
 PROMPT = b"action> "
 LEFT = b"\x1b[D"
 
+
+def _default_sigint() -> None:
+    # a shell's background job (CI started with `&`) ignores SIGINT and its children inherit
+    # that; a terminal gives Ctrl-C its default action, so the child gets it back
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
 
@@ -32,7 +38,7 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {**os.environ, "TERM": "xterm"}
         self.proc = subprocess.Popen([sys.executable, "-c", SETUP, "play", *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=env, close_fds=True)  # fmt: skip
+                                     stderr=slave, env=env, close_fds=True, preexec_fn=_default_sigint)  # fmt: skip
         os.close(slave)
         self.output = b""
 
@@ -106,7 +112,8 @@ def test_ctrl_c_at_the_prompt_ends_on_a_new_line_without_a_traceback(terminal):
 
 def test_ctrl_c_in_a_pipe_ends_the_same_way():
     proc = subprocess.Popen([sys.executable, "-c", SETUP, "play", "test:Count-v0", "--seed", "1"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint)  # fmt: skip
     try:
         seen = b""
         while PROMPT not in seen:  # the prompt has no newline: read byte by byte
