@@ -159,10 +159,11 @@ SUITE_TESTS = ["test_compat.py", "test_compat_signatures.py", "test_compat_refer
 @nox.session
 def suites(session: nox.Session) -> None:
     """gem-core's cross-suite tests (SUITE_TESTS) with every package but gem-train installed."""
+    extras = {**FULL_EXTRAS, "gem-core": "test"}  # every suite complete (rg: ids need reasoning-gym)
     args = []
     for package in PACKAGES:
         if package != "gem-train":
-            args += ["-e", f"{ROOT / package}[test]" if package == "gem-core" else str(ROOT / package)]
+            args += ["-e", f"{ROOT / package}[{extras[package]}]" if package in extras else str(ROOT / package)]
     session.install(*args)
     session.run("python", "-m", "gem.data")
     session.run("pytest", *[str(ROOT / "gem-core" / "tests" / name) for name in SUITE_TESTS], "-q",
