@@ -7,20 +7,14 @@ from __future__ import annotations
 import pytest
 
 import gem
+from gem.testing import scripted_return
 
 pytest.importorskip("gem_tools", reason="needs gem-tools, which gem-envs-math's own nox session does not install")
 from gem.wrappers import get_wrapper_fns
 
 
 def play(env, actions: list[str]) -> float:
-    env.reset(idx=0)
-    total = 0.0
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        total += reward
-        if terminated or truncated:
-            break
-    return total
+    return scripted_return(env, actions, idx=0)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ junk searches must not earn what a correct answer earns."""
 from __future__ import annotations
 
 import gem
+from gem.testing import scripted_return
 from gem_envs_qa import metrics
 from gem_envs_qa.env import QaEnv
 
@@ -71,15 +72,7 @@ def test_huge_answers_are_not_normalised(monkeypatch) -> None:
 
 def test_junk_searches_then_a_wrong_answer_earn_less_than_a_correct_answer() -> None:
     def episode(actions: list[str]) -> float:
-        env = gem.make("qa:TriviaQA-search")
-        env.reset(idx=0)
-        total = 0.0
-        for action in actions:
-            _, reward, terminated, truncated, _ = env.step(action)
-            total += reward
-            if terminated or truncated:
-                break
-        return total
+        return scripted_return(gem.make("qa:TriviaQA-search"), actions, idx=0)
 
     gold = gem.make("eval:TriviaQA").records[0]["answer"][0]
     junk = ["<search> zzzz </search>"] * 5

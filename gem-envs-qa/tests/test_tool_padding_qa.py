@@ -7,17 +7,11 @@ from __future__ import annotations
 import pytest
 
 import gem
+from gem.testing import scripted_return
 
 
 def play(env, actions: list[str]) -> float:
-    env.reset(idx=0)
-    total = 0.0
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        total += reward
-        if terminated or truncated:
-            break
-    return total
+    return scripted_return(env, actions, idx=0)
 
 
 @pytest.fixture(scope="module")

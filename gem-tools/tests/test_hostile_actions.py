@@ -10,6 +10,7 @@ import sys
 import pytest
 from helpers import SumEnv
 
+from gem.testing import scripted_return
 from gem.wrappers import get_wrapper_fns
 from gem_tools.parsing import MAX_CALL_BYTES, MAX_CALLS, MAX_JSON_DEPTH, find_json_call
 from gem_tools.python_tool import PythonCodeTool
@@ -69,14 +70,7 @@ def test_the_repeated_xml_form_parses_in_linear_time():
 
 
 def _episode(env, actions: list[str]) -> float:
-    env.reset(seed=0)
-    total = 0.0
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        total += reward
-        if terminated or truncated:
-            return total
-    return total
+    return scripted_return(env, actions, seed=0)
 
 
 @pytest.mark.parametrize("preset", ["python_tool", "python_tool_no_int_reward"])

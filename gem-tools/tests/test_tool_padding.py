@@ -12,6 +12,7 @@ import random
 import pytest
 from helpers import SumEnv
 
+from gem.testing import scripted_return
 from gem.testing.envs import CountEnv
 from gem.wrappers import get_wrapper_fns
 from gem_tools import plugin
@@ -27,15 +28,7 @@ except ImportError:  # gem-tools[test] does not list hypothesis; the exhaustive 
 
 
 def play(env, actions: list[str], seed: int = 0) -> float:
-    """The return of one episode: reset, then ``actions`` until it ends."""
-    env.reset(seed=seed)
-    total = 0.0
-    for action in actions:
-        _, reward, terminated, truncated, _ = env.step(action)
-        total += reward
-        if terminated or truncated:
-            break
-    return total
+    return scripted_return(env, actions, seed=seed)
 
 
 def guess(env) -> str:

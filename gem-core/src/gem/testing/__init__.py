@@ -9,5 +9,6 @@ installed.
 """
 
 from gem.testing.check import ADVERSARIAL_ACTIONS, CheckEnvError, CheckReport, CheckResult, check_env
+from gem.testing.episodes import scripted_return
 
-__all__ = ["ADVERSARIAL_ACTIONS", "CheckEnvError", "CheckReport", "CheckResult", "check_env"]
+__all__ = ["ADVERSARIAL_ACTIONS", "CheckEnvError", "CheckReport", "CheckResult", "check_env", "scripted_return"]
