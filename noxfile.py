@@ -3,7 +3,7 @@
     nox -s train          # the main job: a short RL run on CPU (Hydra overrides after --)
     nox -s tests          # every package's tests, each in its own venv
     nox -s "tests(package='gem-core')"   # one package (gem-core's also runs the integration and suites sessions)
-    nox -s "integration(framework='trl')" # one trainer adapter, in its own venv
+    nox -s "integration(framework='trl')" # one trainer adapter (gem-integrations), in its own venv
     nox -s lint           # ruff
     nox -s demo           # play every installed env with random actions
     nox -s bench          # benchmarks; each prints a table with its baseline
@@ -25,8 +25,8 @@ import nox
 ROOT = Path(__file__).parent
 
 #: every package, dependencies first; a package's siblings come from this tree
-PACKAGES = ["gem-core", "gem-tools", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa",
-            "gem-envs-multi", "gem-envs-terminal", "gem-train"]
+PACKAGES = ["gem-core", "gem-tools", "gem-evals", "gem-envs-games", "gem-envs-math", "gem-envs-code", "gem-envs-qa",
+            "gem-envs-multi", "gem-envs-terminal", "gem-integrations", "gem-train"]
 
 #: sibling packages each package needs (installed editable from this tree)
 SIBLINGS: dict[str, list[str]] = {
@@ -35,12 +35,17 @@ SIBLINGS: dict[str, list[str]] = {
     # gem-tools: the tool-padding tests run eval:MATH500 behind the python tool
     "gem-envs-math": ["gem-core", "gem-tools"],
     "gem-tools": ["gem-core"],
+    "gem-evals": ["gem-core"],
     "gem-envs-code": ["gem-core", "gem-tools"],
     "gem-envs-qa": ["gem-core", "gem-tools"],
-    "gem-envs-multi": ["gem-core"],
+    # gem-evals: `gem eval` against the scripted and model opponents
+    "gem-envs-multi": ["gem-core", "gem-evals"],
     "gem-envs-terminal": ["gem-core", "gem-tools"],
-    # gem-envs-multi: the self-play test trains on a multi: game
-    "gem-train": ["gem-core", "gem-envs-games", "gem-envs-multi"],
+    # its own session runs what needs no framework (import guards, gem serve without OpenEnv, the old paths);
+    # each framework's tests run in integration(framework=...)
+    "gem-integrations": ["gem-core"],
+    # gem-envs-multi: the self-play test trains on a multi: game; gem-evals: `gem eval` on gem-train's engines
+    "gem-train": ["gem-core", "gem-evals", "gem-envs-games", "gem-envs-multi"],
 }
 
 #: pip installs that must come before the package itself (torch first: an unpinned torch
@@ -74,15 +79,15 @@ SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian pa
     "gem-envs-terminal": {"bwrap": "bubblewrap"},
 }
 
-#: the trainer adapters (gem-core/src/gem/integrations): one venv each, since their pins conflict (verl
+#: the trainer adapters (gem-integrations, one extra each): one venv each, since their pins conflict (verl
 #: wants transformers < 5.11, OpenRLHF == 5.15). Each entry: pip installs in order, or the path of the
 #: example README whose `<!-- install -->` block holds the install commands (see _readme_commands): the
 #: session runs exactly those, then its `<!-- check -->` block, then the adapter's tests, so
 #: the README's commands are the ones tested.
 INTEGRATIONS: dict[str, list[list[str]] | str] = {
-    "gymnasium": [["gymnasium==1.4.0"]],
-    # `gem serve` (gem.integrations.openenv_server) against OpenEnv's own client
-    "openenv": [["openenv==0.10.0"]],
+    "gymnasium": [["-e", str(ROOT / "gem-core"), "-e", f"{ROOT / 'gem-integrations'}[gymnasium]"]],
+    # `gem serve` (gem_integrations.openenv_server) against OpenEnv's own client
+    "openenv": [["-e", str(ROOT / "gem-core"), "-e", f"{ROOT / 'gem-integrations'}[serve]"]],
     "trl": "examples/trl/README.md",
     "verl": "examples/verl/README.md",
     "openrlhf": "examples/openrlhf/README.md",
@@ -141,7 +146,7 @@ def tests(session: nox.Session, package: str) -> None:
     _install_tree(session, package, extras=TEST_EXTRAS.get(package, "test"))
     session.run("pytest", str(ROOT / package / "tests"), "-q", "-p", "no:cacheprovider", *session.posargs)
     if package == "gem-core":
-        # gem-core's adapter tests need their frameworks, each in a venv of its own (notify queues one
+        # the adapters' tests (gem-integrations) need their frameworks, each in a venv of its own (notify queues one
         # session per call, so each parametrisation is named)
         for framework in sorted(INTEGRATIONS):
             session.notify(f"integration(framework={framework!r})")
@@ -200,7 +205,7 @@ def _run_readme_command(session: nox.Session, argv: list[str]) -> None:
 @nox.session
 @nox.parametrize("framework", sorted(INTEGRATIONS))
 def integration(session: nox.Session, framework: str) -> None:
-    """A trainer adapter's tests against its real framework (gem-core/tests/integrations/test_<framework>.py);
+    """A trainer adapter's tests against its real framework (gem-integrations/tests/test_<framework>.py);
     for a framework with an example, first the example README's install and check commands."""
     installs = INTEGRATIONS[framework]
     if isinstance(installs, str):
@@ -212,11 +217,12 @@ def integration(session: nox.Session, framework: str) -> None:
         for args in installs:
             session.install(*args)
     suites = [str(ROOT / "gem-envs-games")] + ([str(ROOT / "gem-envs-math")] if framework == "gymnasium" else [])
-    session.install("-e", f"{ROOT / 'gem-core'}[test]", *[arg for suite in suites for arg in ("-e", suite)])
+    session.install("-e", f"{ROOT / 'gem-core'}[test]", "-e", f"{ROOT / 'gem-integrations'}[test]",
+                    *[arg for suite in suites for arg in ("-e", suite)])
     if framework not in ("gymnasium", "openenv", "skyrl", "verifiers"):
         # the tests build gem-train's tiny model and tokenizer (torch and transformers are installed above)
         session.install("--no-deps", "-e", str(ROOT / "gem-train"))
-    session.run("pytest", str(ROOT / "gem-core" / "tests" / "integrations" / f"test_{framework}.py"), "-q",
+    session.run("pytest", str(ROOT / "gem-integrations" / "tests" / f"test_{framework}.py"), "-q",
                 "-p", "no:cacheprovider", *session.posargs)
     _prune_venv(session)
 

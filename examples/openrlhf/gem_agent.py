@@ -26,7 +26,7 @@ if __name__ == "__main__":
     # only as a script, so that the file leaves alone the OpenRLHF processes that import it
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from gem.integrations.openrlhf import agent_executor
+from gem_integrations.openrlhf import agent_executor
 
 ENV_ID = os.environ.get("GEM_ENV", "game:GuessTheNumber-v0-easy")
 

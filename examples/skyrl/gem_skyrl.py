@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from gem.integrations.skyrl import ENV_CLASS, gem_rows, register_env
+from gem_integrations.skyrl import ENV_CLASS, gem_rows, register_env
 
 
 def check(env_id: str, episodes: int, max_turns: int) -> list[float]:

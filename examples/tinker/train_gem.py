@@ -3,7 +3,7 @@
     TINKER_API_KEY=... python examples/tinker/train_gem.py --env game:GuessTheNumber-v0-easy
 
 Sampling and training run on Tinker's hosted service; the cookbook runs the episodes
-here, through GEM's ``GemDatasetBuilder`` (gem.integrations.tinker). ``--local-rollout``
+here, through GEM's ``GemDatasetBuilder`` (gem_integrations.tinker). ``--local-rollout``
 needs no service: it plays one group with a stand-in policy that answers the env's random
 moves (sample_random_action) through the cookbook's own ``do_group_rollout`` and prints
 the trajectories' rewards and the tokens the cookbook would train on. Its tokenizer:
@@ -22,7 +22,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import gem
-from gem.integrations.tinker import GemDatasetBuilder
+from gem_integrations.tinker import GemDatasetBuilder
 
 
 class RandomMoves:

@@ -26,7 +26,7 @@ from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 import gem
-from gem.integrations.trl import (
+from gem_integrations.trl import (
     GemRollout,
     action_bias,
     env_reward,

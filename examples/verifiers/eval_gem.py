@@ -1,6 +1,6 @@
 """Score a model on a GEM env through verifiers' own episode runner (what `vf-eval` runs).
 
-    python examples/verifiers/eval_gem.py --dry-run          # gem-core's scripted server, on CPU, offline
+    python examples/verifiers/eval_gem.py --dry-run          # gem-evals' scripted server, on CPU, offline
     python examples/verifiers/eval_gem.py --env game:GuessTheNumber-v0-easy --tasks 8 --rollouts 4 \\
         --model Qwen/Qwen3-4B --base-url http://127.0.0.1:8000/v1
 """
@@ -21,15 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     p.add_argument("--dry-run", action="store_true",
-                   help="play against gem-core's scripted server (binary search) on 127.0.0.1 and check it wins")
+                   help="play against gem-evals' scripted server (binary search) on 127.0.0.1 and check it wins")
     args = p.parse_args(argv)
     if not args.dry_run and not args.base_url:
         p.error("give --base-url (an OpenAI-compatible endpoint), or --dry-run")
 
     import asyncio
 
-    from gem.eval.testing_server import ScriptedServer
-    from gem.integrations.verifiers import REWARD, load_environment, play
+    from gem_evals.testing_server import ScriptedServer
+    from gem_integrations.verifiers import REWARD, load_environment, play
 
     env = load_environment(args.env, num_tasks=args.tasks)
     server = ScriptedServer().start() if args.dry_run else None

@@ -1,5 +1,5 @@
 """GRPO on a GEM env with verl: every sample is one multi-turn episode played by GEM's
-``gem_agent`` agent loop (gem.integrations.verl), rewards from the env.
+``gem_agent`` agent loop (gem_integrations.verl), rewards from the env.
 
     python examples/verl/train_gem_agent.py --env game:GuessTheNumber-v0-easy --model Qwen/Qwen2.5-0.5B-Instruct
 
@@ -25,13 +25,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def write_inputs(env_id: str, out: Path, train_seeds: int, test_seeds: int) -> None:
     import pandas as pd
 
-    from gem.integrations.verl import gem_rows
+    from gem_integrations.verl import gem_rows
 
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(gem_rows(env_id, range(train_seeds))).to_parquet(out / "train.parquet")
     pd.DataFrame(gem_rows(env_id, range(train_seeds, train_seeds + test_seeds))).to_parquet(out / "test.parquet")
     # verl's agent-loop workers read this file and instantiate the loop by name
-    (out / "agent_loops.yaml").write_text("- name: gem_agent\n  _target_: gem.integrations.verl.GemAgentLoop\n")
+    (out / "agent_loops.yaml").write_text("- name: gem_agent\n  _target_: gem_integrations.verl.GemAgentLoop\n")
 
 
 def overrides(args: argparse.Namespace, out: Path) -> list[str]:

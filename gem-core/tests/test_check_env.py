@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem.testing import CheckEnvError, check_env
 from gem.testing.envs import BusyEnv, CountEnv
 
@@ -54,6 +55,28 @@ class BadReward(CountEnv):
         return obs, float("nan"), t, tr, info
 
 
+class FormatErrorGoesOn(CountEnv):
+    """Flags a format error but keeps the episode running."""
+
+    def step(self, action):
+        obs, r, t, tr, info = super().step(action)
+        return obs, r, t and not info["format_error"], tr, info
+
+
+class FormatErrorNotABool(CountEnv):
+    def step(self, action):
+        obs, r, t, tr, info = super().step(action)
+        return obs, r, t, tr, {**info, "format_error": "yes" if info["format_error"] else ""}
+
+
+def test_count_env_follows_the_format_error_convention():
+    env = CountEnv()
+    env.reset(seed=0)
+    assert env.step("\\boxed{1}")[4]["format_error"] is False
+    _, reward, terminated, _, info = env.step("no box")
+    assert (reward, terminated, info["format_error"]) == (FORMAT_ERROR_REWARD, True, True)
+
+
 @pytest.mark.parametrize(
     "env, check",
     [
@@ -64,6 +87,8 @@ class BadReward(CountEnv):
         (LosesState(high=10**9, max_turns=50), "state"),
         (NeverEnds(), "api"),
         (BadReward(), "api"),
+        (FormatErrorGoesOn(), "robustness"),
+        (FormatErrorNotABool(), "api"),
     ],
 )
 def test_each_violation_is_caught_and_named(env, check):

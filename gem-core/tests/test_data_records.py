@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gem.data import Records, cached, hub_hint, load_hub, load_local, read_rows, require_keys
+from gem.data import Records, cached, hub_hint, load_hub, load_local, load_source, read_rows, require_keys
 from gem.errors import DataUnavailableError
 
 ROWS = [{"q": "1+1?", "a": 2, "id": "x"}, {"q": "2+2?", "a": "4", "id": "y"}]
@@ -130,3 +130,40 @@ def test_hub_without_datasets_says_how_to_supply_the_data(monkeypatch: pytest.Mo
     with pytest.raises(DataUnavailableError) as caught:
         load_hub("org/set", "test", to_qa, hint, key=("test",))
     assert str(caught.value) == hint + " (`datasets` is not installed)"
+
+
+def test_one_source_grammar_names_packaged_local_and_hub_data(tmp_path: Path) -> None:
+    seen: list[tuple] = []
+    packaged = {"toy": "one packaged set", "set.v2": "a name with a dot"}
+
+    def read(source: str, dataset_name: str | None = None, split: str | None = None) -> Any:
+        return load_source(
+            source, packaged,
+            lambda name: seen.append(("packaged", name)),
+            lambda path: seen.append(("local", path)),
+            lambda name, split: seen.append(("hub", name, split)),
+            dataset_name, split,
+        )  # fmt: skip
+
+    path = tmp_path / "rows"
+    path.write_text(json.dumps(ROWS[0]))
+    for source in ("toy", "set.v2", "hub:owner/set", "data.jsonl", "dir/rows", str(path)):
+        read(source, split="test")
+    read("hub", dataset_name="owner/other")
+    assert seen == [
+        ("packaged", "toy"), ("packaged", "set.v2"), ("hub", "owner/set", "test"),
+        ("local", "data.jsonl"), ("local", "dir/rows"), ("local", str(path)), ("hub", "owner/other", None),
+    ]  # fmt: skip
+    with pytest.raises(DataUnavailableError, match=r"'hub' needs dataset_name="):
+        read("hub")
+    with pytest.raises(DataUnavailableError, match=r"names no dataset"):
+        read("hub:")
+    with pytest.raises(DataUnavailableError, match=r"neither a packaged dataset \(toy, set.v2\) nor a data file"):
+        read("tyo")
+
+
+def test_a_local_source_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS))
+    records = load_source(str(path), {}, print, lambda p: load_local(p, to_qa, key=("t",)), print)
+    assert [r["question"] for r in records] == ["1+1?", "2+2?"]

@@ -29,6 +29,7 @@ def test_correct_wrong_and_no_code() -> None:
     # single-turn: truncated too, as the reference
     assert (obs, reward, terminated, truncated) == (TERMINAL_STATE, 0.0, True, True)
     assert info["correct"] is False and info["first_failure"] == "test 2: wrong answer"
+    assert info["format_error"] is False
     env.reset()
     obs, reward, terminated, _, info = env.step("a + b")
     assert reward == -0.1 and terminated and info["format_error"]

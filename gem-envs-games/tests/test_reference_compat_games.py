@@ -8,18 +8,18 @@ import importlib
 import pytest
 
 import gem
-from gem.compat.table import TABLE
+from gem.compat import rows
 from gem.utils.debug import run_and_print_episode_with_random_selection
 from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
 
-GAME_PATHS = [path for path in TABLE if path.startswith("gem.envs.game_env.")]
+GAME_PATHS = [path for path in rows() if path.startswith("gem.envs.game_env.")]
 GAME_IDS = gem.list_envs("game:*")
 
 
 @pytest.mark.parametrize("path", GAME_PATHS)
 def test_the_reference_game_modules_give_our_classes(path):
     module = importlib.import_module(path)
-    for name in TABLE[path]:
+    for name in rows()[path]:
         cls = getattr(module, name)
         assert cls.__module__.startswith("gem_envs_games.") and issubclass(cls, gem.Env)
 

@@ -21,6 +21,7 @@ def test_rewards_and_info() -> None:
     assert question.startswith("Convert the point $(0,3)$") and info["idx"] == 0
     obs, reward, terminated, truncated, info = env.step(r"... so $\boxed{(3, \frac{\pi}{2})}$.")
     assert (obs, reward, terminated, truncated, info["correct"]) == (TERMINAL_STATE, 1.0, True, True, True)
+    assert info["format_error"] is False
     env.reset(idx=0)
     assert env.step(r"\boxed{(3, \pi)}")[1:3] == (0.0, True)
     env.reset(idx=0)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from gem_envs_math.extract import answer_tag, extract_final_answer, gsm8k_answer, last_boxed
+from gem.parsing import answer_tag
+from gem_envs_math.extract import extract_final_answer, gsm8k_answer, last_boxed
 
 
 @pytest.mark.parametrize(

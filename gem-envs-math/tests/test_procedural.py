@@ -64,6 +64,10 @@ def test_rewards() -> None:
     assert env.step(rf"\boxed{{{env.answer}}}")[1] == 1.0
     env.reset(seed=1)
     assert env.step("no idea")[1] == -0.1
+    env.reset(seed=1)
+    assert env.step("no idea")[4]["format_error"] is True
+    env.reset(seed=1)
+    assert env.step(rf"\boxed{{{env.answer}}}")[4]["format_error"] is False
     with pytest.raises(ValueError, match="difficulty"):
         ProceduralMathEnv(difficulty="impossible")
     with pytest.raises(ValueError, match="topic"):

@@ -39,6 +39,7 @@ def test_scores_with_the_datasets_own_scorer(name: str) -> None:
     right = rf"reasoning... \boxed{{{entry['answer']}}}"
     _, reward, terminated, _, info = env.step(right)
     assert (reward, terminated, info["correct"]) == (1.0, True, True)
+    assert info["format_error"] is False
     assert reward == dataset.score_answer(entry["answer"], entry)
     env.reset(seed=0)
     assert env.step(r"\boxed{definitely not it}")[1] == dataset.score_answer("definitely not it", entry) < 1.0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import gem
 from gem.data import where
 from gem.errors import DataUnavailableError
 from gem.plugins import catalog
@@ -134,3 +135,14 @@ print(heavy)
 def test_offline_loading_imports_no_torch_and_uses_no_network() -> None:
     out = subprocess.run([sys.executable, "-c", OFFLINE_PROBE], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1.0", "[]"]
+
+
+def test_source_is_a_packaged_name_a_file_or_a_hub_name_and_path_stays_an_alias(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"problem": "1+1?", "answer": "2"}))
+    env = gem.make("math:GSM8K", source=str(path))  # a hub-only id, given a local copy
+    assert env.unwrapped.records is gem.make("math:GSM8K", path=str(path)).unwrapped.records
+    assert env.reset(idx=0)[0].startswith("1+1?")
+    assert len(sources.load("math500")) == 500
+    with pytest.raises(DataUnavailableError, match=r"axon-rl/GSM-8k.*path='data.jsonl'"):
+        sources.load("hub:axon-rl/GSM-8k")

@@ -1,5 +1,5 @@
 """`gem eval` scores a model against a scripted opponent or another model; `gem play` plays you
-against the scripted opponent. The model is gem-core's scripted OpenAI-compatible server."""
+against the scripted opponent. The model is gem-evals' scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import gem
-from gem.eval.evaluation import EvalConfig, evaluate
-from gem.eval.testing_server import ScriptedServer
+from gem_evals.evaluation import EvalConfig, evaluate
+from gem_evals.testing_server import ScriptedServer
 
 
 @pytest.fixture

@@ -49,6 +49,13 @@ def test_tictactoe_rules():
     assert terminated and reward == -0.1 and info["format_error"]
 
 
+def test_only_a_format_error_sets_the_format_error_flag():
+    env = gem.make("multi:TicTacToe-v0", opponent="random")
+    env.reset(seed=0)
+    assert env.step("\\boxed{5}")[4]["format_error"] is False
+    assert env.step("\\boxed{ten}")[4]["format_error"] is True
+
+
 def test_signalling_heuristics_always_succeed_and_listener_order_is_shuffled():
     assert _versus("multi:Signalling-v0", {"speaker": "heuristic", "listener": "heuristic"}, range(50)) == {
         "speaker": 50.0, "listener": 50.0}

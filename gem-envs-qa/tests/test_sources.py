@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import gem
 from gem.errors import DataUnavailableError
 from gem.plugins import catalog
 from gem_envs_qa import sources
@@ -112,3 +113,12 @@ print(heavy)
 def test_offline_loading_imports_no_torch_and_uses_no_network() -> None:
     out = subprocess.run([sys.executable, "-c", OFFLINE_PROBE], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1.0", "[]"]
+
+
+def test_source_names_a_hub_dataset_as_hub_colon_name(tmp_path: Path) -> None:
+    with pytest.raises(DataUnavailableError, match=r"axon-rl/search-eval.*popqa.*source="):
+        sources.load("hub:axon-rl/search-eval", split="popqa")
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"problem": "Capital of France?", "answer": "Paris"}))
+    env = gem.make("eval:PopQA", source=str(path), question_key="problem")  # a hub-only id, given a local copy
+    assert "Capital of France?" in env.reset(idx=0)[0]

@@ -54,6 +54,7 @@ def test_commands_see_their_output_and_the_workspace_persists():
     assert "new.txt" in obs and reward == 0.0
     obs, *_ = env.step("<bash>cat new.txt; exit 3</bash>")
     assert "made" in obs and "exit code 3" in obs
+    assert env.step("<finish></finish>")[4]["format_error"] is False
 
 
 def test_no_network_and_a_read_only_system():

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import gem
+from gem.conventions import FORMAT_ERROR_REWARD
 
 
 class SumEnv(gem.Env):
@@ -22,9 +23,9 @@ class SumEnv(gem.Env):
         self.steps += 1
         m = re.search(r"\\boxed\{(-?\d+)\}", action)
         if m is None:
-            return "format error", -0.1, True, False, {"correct": False}
+            return "format error", FORMAT_ERROR_REWARD, True, False, {"correct": False, "format_error": True}
         correct = int(m.group(1)) == self.a + self.b
-        return "done", float(correct), True, False, {"correct": correct}
+        return "done", float(correct), True, False, {"correct": correct, "format_error": False}
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(0, 2000)}}}"

@@ -19,7 +19,9 @@ import urllib.request
 
 import pytest
 
+import gem_evals.plugin
 from gem.cli import main as gem_main
+from gem.plugins import register_plugin
 
 EPISODES = 6
 
@@ -89,6 +91,13 @@ def check_run(out_dir, episodes: int, samples: int = 1) -> list[dict]:
     assert 0.0 <= low <= row["success_rate"] <= high <= 1.0
     assert "| toy:Guess-v0 |" in (out_dir / "summary.md").read_text()
     return records
+
+
+@pytest.fixture
+def gem_registry(gem_registry):
+    # the isolated catalog holds gem-core's own plugin only; `gem eval` is gem-evals'
+    register_plugin(gem_evals.plugin, "evals", "gem-evals")
+    return gem_registry
 
 
 @pytest.mark.vllm

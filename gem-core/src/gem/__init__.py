@@ -14,11 +14,10 @@ from importlib import import_module
 from typing import Any
 
 from gem import compat, errors
+from gem._version import __version__
 from gem.core import Env, EnvWrapper, Wrapper
 from gem.hookspecs import hookimpl
 from gem.registration import list_envs, make, make_vec, print_envs, register, spec
-
-__version__ = "0.1.0"
 
 # the reference package's module paths (gem.envs.*, gem.tools.*, gem.utils.*, ...)
 compat.install()
@@ -34,6 +33,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "__version__",
     "Env",
     "EnvWrapper",
     "Wrapper",

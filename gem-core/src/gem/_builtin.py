@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from gem.compat.table import CORE_ROWS
 from gem.hookspecs import hookimpl
 from gem.wrappers.episode import EncapsulateWrapper, EpisodeTrackingWrapper
 from gem.wrappers.history import HistoryWrapper
@@ -22,14 +23,22 @@ def gem_register_wrappers(registry):
 
 
 @hookimpl
-def gem_register_envs(registry):
-    # ``vf:<taskset>``: a Prime Intellect verifiers environment, loaded by verifiers' own loader
-    # (gem.integrations.verifiers, extra gem-core[verifiers]); nothing is imported until one is made
-    registry.register_family("vf", "gem.integrations.verifiers:VerifiersEnv", "taskset")
+def gem_register_compat(registry):
+    for path, row in CORE_ROWS.items():
+        registry.register(path, row)
+
+
+#: gem-core's own subcommands: name -> (function in gem.cli.commands, help); imported when run
+COMMANDS = {
+    "list": ("cmd_list", "list registered env ids (optionally matching a pattern)"),
+    "info": ("cmd_info", "show an env's spec, defaults and first observation"),
+    "plugins": ("cmd_plugins", "show installed plugins and whether they loaded"),
+    "play": ("cmd_play", "play an env in the terminal"),
+    "data": ("cmd_data", "download the offline datasets the installed suites read, or show where"),
+}
 
 
 @hookimpl
 def gem_register_commands(cli):
-    from gem.cli import commands
-
-    commands.register_builtin(cli)
+    for name, (function, text) in COMMANDS.items():
+        cli.register(name, f"gem.cli.commands:{function}", help=text)

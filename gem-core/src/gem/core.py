@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import random
 from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat, TypeVar
 
 import numpy as np
 
 from gem import seeding
+from gem.compat.ctor_seed import TakesReferenceSeed
 from gem.executor import run_blocking
 
 if TYPE_CHECKING:
@@ -26,22 +25,7 @@ ArrayType = TypeVar("ArrayType")
 TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 
 
-def _accepting_seed(init: Any) -> Any:
-    """``init`` taking the reference's ``seed=`` too: the env is built without it, then its
-    RNG stream is seeded, so the first ``reset()`` (and every one after) is determined. The
-    value is kept as ``env.seed``, where the reference's envs keep theirs."""
-
-    @functools.wraps(init)
-    def __init__(self: Env, *args: Any, seed: int | None = None, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        if seed is not None:
-            self._seed(seed)
-            self.seed = seed
-
-    return __init__
-
-
-class Env:
+class Env(metaclass=TakesReferenceSeed):
     """Base class of GEM environments.
 
     Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and
@@ -51,7 +35,7 @@ class Env:
 
     Every env also takes the reference package's constructor argument ``seed=N``
     (``gem.make(id, seed=N)``): an env whose ``__init__`` does not name ``seed`` itself gets
-    it from :meth:`__init_subclass__`, and a seeded env's first ``reset()`` and the stream
+    it from its metaclass (:mod:`gem.compat.ctor_seed`), and a seeded env's first ``reset()`` and the stream
     after it are reproducible. ``reset(seed=s)`` still determines an episode on its own.
 
     Example::
@@ -73,18 +57,6 @@ class Env:
     spec: EnvSpec | None = None
     #: whether subclasses' constructors get ``seed=`` added (wrappers pass it on instead)
     _takes_ctor_seed: ClassVar[bool] = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or not cls._takes_ctor_seed:
-            return
-        try:
-            named = "seed" in inspect.signature(init).parameters
-        except (TypeError, ValueError):  # no signature to read: leave it alone
-            return
-        if not named:
-            cls.__init__ = _accepting_seed(init)  # type: ignore[method-assign]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Env:
         obj = super().__new__(cls)

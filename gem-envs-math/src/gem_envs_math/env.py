@@ -6,13 +6,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem_envs_math import sources
 from gem_envs_math.grading import Grade, agrade, grade
-
-#: the format-error reward ``use_format_error_reward=True`` selects (the reference's)
-FORMAT_ERROR_REWARD = -0.1
 
 __all__ = ["FORMAT_ERROR_REWARD", "TERMINAL_STATE", "MathEnv"]
 
@@ -29,7 +27,10 @@ class MathEnv(DatasetEnv):
     Where the problems come from (first match wins):
 
     - ``dataset``: a sequence of dicts (kept as is, not copied),
-    - ``path``: a local ``.jsonl`` / ``.json`` / ``.parquet`` file,
+    - ``path``: a local ``.jsonl`` / ``.json`` / ``.parquet`` file (the same as a file
+      ``source``, kept as an alias),
+    - ``source`` (:func:`gem.data.load_source`): a local file, or ``"hub:<name>"``
+      (``"hub"`` with ``dataset_name``),
     - ``dataset_name`` (+ ``split``): a Hugging Face dataset, when the hub or its cache
       is reachable,
     - ``source``: a packaged dataset (``gsm8k-test``, ``math500``, ``math-test``,
@@ -83,10 +84,10 @@ class MathEnv(DatasetEnv):
             problems: Sequence[Mapping[str, Any]] = dataset
         elif path is not None:
             problems = sources.load_local(path, question_key, answer_key)
+        elif source is not None and not (dataset_name and source in sources.PACKAGED):
+            problems = sources.load(source, dataset_name, split, question_key, answer_key)
         elif dataset_name:
             problems = sources.load_hub(dataset_name, split, question_key, answer_key)
-        elif source is not None:
-            problems = sources.load_packaged(source)
         else:
             raise ValueError("MathEnv needs a source: dataset=, path=, dataset_name= or source=")
         if subjects or levels:

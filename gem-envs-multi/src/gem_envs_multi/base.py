@@ -6,7 +6,8 @@ sees) and :meth:`TextGame.play` (apply the parsed moves of the active agents). T
 
 - reads each action's move from its last ``\\boxed{}`` (:meth:`TextGame.parse_move`);
   an action without one, or with an unreadable move, is a format error: that agent gets
-  -0.1, the others 0, and the game ends (GEM's convention);
+  -0.1, the others 0, and the game ends (GEM's convention); ``info["format_error"]`` is
+  True for that agent on that step and False on every other step;
 - keeps each agent's latest feedback (``self.notes``), which :meth:`observe` shows above
   the view, so an agent sees what happened since its last move;
 - ends the game at ``max_steps`` (truncation, rewards 0) and keeps ``result``, the text
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem.multiagent import AgentSelector, MultiAgentEnv, MultiStepResult
 from gem.parsing import last_boxed
 
-FORMAT_ERROR_REWARD = -0.1
 NO_EPISODE = "No episode is running: call reset() to start one."
 
 
@@ -116,7 +117,7 @@ class TextGame(MultiAgentEnv):
                 return self._format_error(agent, actions)
             moves[agent] = move
         rewards = {agent: 0.0 for agent in self.agents} | (self.play(moves) or {})
-        infos: dict[str, dict] = {agent: {} for agent in self.agents}
+        infos: dict[str, dict] = {agent: {"format_error": False} for agent in self.agents}
         if self.over:
             for agent in self.agents:
                 infos[agent]["won"] = infos[agent]["correct"] = rewards.get(agent, 0.0) >= 1.0

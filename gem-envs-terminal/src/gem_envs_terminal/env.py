@@ -5,7 +5,8 @@ command (the content may also be YAML ``cmd: ...`` with ``timeout_secs: N``, as 
 reference writes it) and shows ``<bash_output>...</bash_output>``; ``<finish></finish>``
 ends the episode. When the episode ends (finish, or the turn limit: truncation) the
 task's check scores the final workspace, 0 to 1, on the trusted side. An action with
-neither tag is a format error: -0.1 and the episode ends, unchecked.
+neither tag is a format error: -0.1, ``info["format_error"]`` True, and the episode ends,
+unchecked.
 
 Every command runs in a fresh gem-tools sandbox (bubblewrap: no network, read-only
 system, an unprivileged uid, per-run limits) on a copy of the workspace; the state is the
@@ -25,10 +26,10 @@ from typing import Any
 import yaml
 
 import gem
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem_envs_terminal.tasks import CATEGORIES, Task, TaskSpec, load_all
 from gem_envs_terminal.workspace import CommandResult, Workspace, run_command
 
-FORMAT_ERROR_REWARD = -0.1
 NO_EPISODE = "No episode is running: call reset() to start one."
 #: the reference's tag grammar; a bounded, non-backtracking scan (tags are matched literally)
 _TAG = re.compile(r"<(bash|finish)>")

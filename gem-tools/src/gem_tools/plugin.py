@@ -118,3 +118,16 @@ def cmd_sandbox(argv: list[str]) -> int:
 def gem_register_commands(cli: Any) -> None:
     cli.register("search-server", cmd_search_server, help="serve a JSONL corpus (BM25) with GEM's retrieval protocol")
     cli.register("sandbox", cmd_sandbox, help="show which sandbox backends work on this machine")
+
+
+@hookimpl
+def gem_register_compat(registry: Any) -> None:
+    # the reference package's module paths of the tools (gem.compat)
+    registry.register("gem.tools.base_tool", {"BaseTool": "gem_tools.base:ReferenceTool"})
+    registry.register("gem.tools.python_code_tool", {"PythonCodeTool": "gem_tools.python_tool:PythonCodeTool"})
+    registry.register("gem.tools.search_tool", {"SearchTool": "gem_tools.search:SearchTool"})
+    registry.register("gem.tools.mcp_tool", {"MCPTool": "gem_tools.mcp_tool:MCPTool"}, needs={"mcp": "gem-tools[mcp]"})
+    registry.register("gem.tools.tool_env_wrapper", {"ToolEnvWrapper": "gem_tools.wrapper:ToolEnvWrapper"})
+    registry.register("gem.tools.mcp_server.time_mcp", "gem_tools.mcp_servers.time_server",
+                      needs={"mcp": "gem-tools[mcp]"})
+    registry.register("gem.utils.sandbox", {"run_python": "gem_tools.reference_api:run_python"})

@@ -52,7 +52,8 @@ class ToolEnvWrapper(Wrapper):
     (seconds); ``tool_time_total`` sums the episode's tool time; ``tool_reward_pending``
     is the tool reward earned and not yet paid, and the step that ends an episode says
     what was paid in ``tool_reward_credited``; ``tool_call_repeated`` marks a tool step
-    whose call was made before in the episode.
+    whose call was made before in the episode. A tool step has ``format_error`` False;
+    an action that is not a tool call goes to the env, whose ``format_error`` passes through.
 
     >>> env = ToolEnvWrapper(gem.make("math:GSM8K"), [PythonCodeTool()])   # doctest: +SKIP
     >>> obs, reward, terminated, truncated, info = env.step("<python>print(1)</python>")  # doctest: +SKIP
@@ -205,6 +206,7 @@ class ToolEnvWrapper(Wrapper):
             "tool_success_counter": self.tool_success_counter,
             "tool_reward_pending": self.tool_reward_pending,
             "tool_call_repeated": repeated,
+            "format_error": False,
         }
         return observation, reward, False, False, info
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from gem._version import __version__
 from gem.errors import GemError, did_you_mean, distribution_installed, install_hint
 from gem.ids import COMMAND_PACKAGES
 
@@ -56,8 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage(helps))
         return 0
     if argv[0] in ("-V", "--version"):
-        from gem import __version__
-
         print(f"gem-core {__version__}")
         return 0
     name = argv[0]

@@ -8,35 +8,6 @@ import sys
 from typing import Any
 
 
-def register_builtin(cli: Any) -> None:
-    cli.register("list", cmd_list, help="list registered env ids (optionally matching a pattern)")
-    cli.register("info", cmd_info, help="show an env's spec, defaults and first observation")
-    cli.register("plugins", cmd_plugins, help="show installed plugins and whether they loaded")
-    cli.register("play", cmd_play, help="play an env in the terminal")
-    cli.register("eval", cmd_eval, help="evaluate a model (endpoint, vLLM or HF path) on envs")
-    cli.register("serve", cmd_serve, help="serve an env as an OpenEnv-compatible server (extra gem-core[serve])")
-    cli.register("data", cmd_data, help="download the offline datasets the installed suites read, or show where")
-
-
-def cmd_eval(argv: list[str]) -> int:
-    # imported on use: the evaluation toolkit is bigger than the rest of the CLI
-    from gem.eval.cli import main
-
-    return main(argv)
-
-
-def cmd_serve(argv: list[str]) -> int:
-    try:
-        from gem.integrations.openenv_server import main
-    except ImportError as exc:
-        if exc.name != "openenv":
-            raise
-        # also for --help: its options are of no use until the extra is installed, and this line says how
-        print(exc, file=sys.stderr)
-        return 1
-    return main(argv)
-
-
 def cmd_data(argv: list[str]) -> int:
     from gem.data.command import main
 

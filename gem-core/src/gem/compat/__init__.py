@@ -1,8 +1,11 @@
-"""The reference package's module paths, resolved to our objects (see :mod:`gem.compat.table`).
+"""The reference package's module paths, resolved to our objects.
 
-``import gem`` appends :class:`ReferencePathFinder` to ``sys.meta_path``. Because it comes
-after the normal finders, a real module always wins; the finder only answers for paths in
-:data:`~gem.compat.table.TABLE` (and the packages above them) that nothing else provides:
+Each package contributes the rows of the objects it holds through the
+``gem_register_compat`` hook (:mod:`gem.compat.rows`; gem-core's own are in
+:mod:`gem.compat.table`). ``import gem`` appends :class:`ReferencePathFinder` to
+``sys.meta_path``. Because it comes after the normal finders, a real module always wins; the
+finder only answers for registered paths (and the packages above them) that nothing else
+provides, loading the plugins on the first such import:
 
 >>> from gem.envs.registration import make            # doctest: +SKIP
 >>> from gem.tools.python_code_tool import PythonCodeTool  # doctest: +SKIP
@@ -10,7 +13,13 @@ after the normal finders, a real module always wins; the finder only answers for
 A module of names is synthesised empty; each name is looked up in its target when it is
 accessed (module ``__getattr__``), so importing a reference path costs nothing until it is
 used. A module that aliases a whole module of ours *is* that module. A path whose suite is
-not installed raises :class:`ImportError` saying what to ``pip install``.
+not installed raises :class:`ImportError` saying what to ``pip install``
+(:data:`~gem.compat.table.PROVIDERS`).
+
+The shims that let the reference's calling conventions reach our objects live here too:
+:mod:`gem.compat.ctor_seed` (every env class takes the reference's ``seed=`` constructor
+argument) and :mod:`gem.compat.shims` (the registry read as a dict, ``ENV_REGISTRY``,
+``WRAPPER_FACTORY``, vector ``env{i}_kwargs``).
 """
 
 from __future__ import annotations
@@ -23,30 +32,61 @@ import sys
 import types
 from typing import Any
 
-from gem.compat.table import EXTRA_REQUIREMENTS, INSTALL, TABLE
-from gem.errors import install_hint
+from gem.compat.rows import CompatRegistry
+from gem.compat.table import PROVIDERS
+from gem.errors import distribution_installed, install_hint
 
-#: packages that exist only because table entries sit below them (``gem.envs``, ...)
-PACKAGES = {key.rsplit(".", i)[0] for key in TABLE for i in range(1, key.count("."))}
+
+def _registry() -> CompatRegistry:
+    from gem.plugins import installed
+
+    return installed().compat
+
+
+def rows() -> dict[str, dict[str, str] | str]:
+    """Every reference path the installed packages map, and its row (loads the plugins)."""
+    return _registry().rows()
+
+
+def _provider(path: str) -> str | None:
+    """The distribution that maps ``path`` (or a path below it) in a full install."""
+    for prefix, distribution in PROVIDERS.items():
+        if path == prefix or path.startswith(prefix + ".") or prefix.startswith(path + "."):
+            return distribution
+    return None
 
 
 def _target_module(target: str) -> str:
     return target.partition(":")[0]
 
 
-def requirements(path: str) -> list[str]:
-    """Top-level packages that the objects of reference module ``path`` need."""
-    entry = TABLE[path]
+def requirements(path: str) -> dict[str, str]:
+    """Top-level packages that the objects of reference module ``path`` need -> what to
+    install for each."""
+    registry = _registry()
+    entry = registry.get(path)
+    if entry is None:
+        return {}
     targets = [entry] if isinstance(entry, str) else [_target_module(t) for t in entry.values()]
-    tops = [t.split(".")[0] for t in targets] + list(EXTRA_REQUIREMENTS.get(path, ()))
-    return sorted({t for t in tops if t != "gem"})
+    source = registry._sources.get(path, "")
+    wanted = {t.split(".")[0]: source for t in targets}
+    wanted.update(registry.needs(path))
+    return {top: install for top, install in sorted(wanted.items()) if top not in ("gem", "numpy")}
 
 
-def missing_message(path: str, missing: list[str]) -> str:
-    """The ImportError text for a reference path whose suite is absent."""
-    wanted = sorted({INSTALL.get(top, top) for top in missing})
+def missing_message(path: str, wanted: list[str]) -> str:
+    """The ImportError text for a reference path whose distribution (or extra) is absent."""
+    wanted = sorted(set(wanted))
     how = "; ".join(f"install {w} {install_hint(w)}" for w in wanted)
     return f"{path} (a module path of the reference GEM package) needs {', '.join(wanted)}, not installed: {how}"
+
+
+def _absent_message(path: str, distribution: str) -> str:
+    base = distribution.partition("[")[0]
+    if distribution_installed(base):
+        return (f"{path} (a module path of the reference GEM package) is provided by {base}, which is installed "
+                "but whose plugin did not load: see `gem plugins`")
+    return missing_message(path, [distribution])
 
 
 def resolve(target: str) -> Any:
@@ -61,7 +101,7 @@ def resolve(target: str) -> Any:
 def _module_getattr(module: types.ModuleType, names: dict[str, str]):
     def __getattr__(name: str) -> Any:
         child = f"{module.__name__}.{name}"
-        if name not in names and any(key == child or key.startswith(child + ".") for key in TABLE):
+        if name not in names and any(key == child or key.startswith(child + ".") for key in rows()):
             # a submodule reached as an attribute (``gem.envs.registration``), as after the
             # reference's ``import gem``, which imports it
             return importlib.import_module(child)
@@ -81,18 +121,24 @@ class _ReferenceLoader(importlib.abc.Loader):
         self.path = path
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        entry = TABLE.get(self.path)
-        if entry is None:  # a package that only holds other reference paths
-            return None
-        missing = [top for top in requirements(self.path) if importlib.util.find_spec(top) is None]
+        registry = _registry()
+        entry = registry.get(self.path)
+        if entry is None:
+            if self.path in registry.packages():  # a package that only holds other reference paths
+                return None
+            raise ImportError(_absent_message(self.path, _provider(self.path) or "?"), name=self.path)
+        missing = [install for top, install in requirements(self.path).items() if importlib.util.find_spec(top) is None]
         if missing:
             raise ImportError(missing_message(self.path, missing), name=self.path)
         if isinstance(entry, str):
-            return importlib.import_module(entry)  # the module of ours that stands in for it
+            ours = importlib.import_module(entry)  # the module of ours that stands in for it
+            if hasattr(ours, "__path__"):
+                _ALIASED_PACKAGES[self.path] = entry
+            return ours
         return None
 
     def exec_module(self, module: types.ModuleType) -> None:
-        entry = TABLE.get(self.path)
+        entry = _registry().get(self.path)
         if isinstance(entry, str):
             return
         names = entry or {}
@@ -103,7 +149,7 @@ class _ReferenceLoader(importlib.abc.Loader):
 
     def get_code(self, fullname: str) -> types.CodeType | None:
         """The code ``python -m <reference path>`` runs: that of the module of ours."""
-        entry = TABLE.get(self.path)
+        entry = _registry().get(self.path)
         if not isinstance(entry, str):
             return None
         spec = importlib.util.find_spec(entry)
@@ -115,28 +161,70 @@ class ReferencePathFinder(importlib.abc.MetaPathFinder):
     """Finds the reference package's module paths that the table maps."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in TABLE and fullname not in PACKAGES:
+        if not fullname.startswith("gem."):
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, _ReferenceLoader(fullname), is_package=fullname in PACKAGES)
-        entry = TABLE.get(fullname)
+        registry = _registry()
+        packages = registry.packages()
+        if fullname not in registry and fullname not in packages:
+            if _provider(fullname) is None:
+                return None
+            # a path of an absent distribution: its loader raises the ImportError saying what to install
+            packages = {fullname}
+        spec = importlib.machinery.ModuleSpec(fullname, _ReferenceLoader(fullname), is_package=fullname in packages)
+        entry = registry.get(fullname)
         if isinstance(entry, str):  # ``python -m`` runs the file of ours: name it as argv[0]
             try:
                 ours = importlib.util.find_spec(entry)
             except ImportError:  # its suite is absent: create_module says so
                 ours = None
             spec.origin = ours.origin if ours else None
-        if fullname in PACKAGES:
+        if fullname in packages:
             spec.submodule_search_locations = []
         return spec
 
 
 _FINDER = ReferencePathFinder()
 
+#: reference paths that stand for a whole package of ours (``gem.eval`` -> ``gem_evals``)
+_ALIASED_PACKAGES: dict[str, str] = {}
+
+
+class _ModuleAlias(importlib.abc.Loader):
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return importlib.import_module(self.target)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class AliasedChildFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules below a path that stands for a whole package of ours: ``gem.eval.cli``
+    *is* ``gem_evals.cli``. It comes before the normal finders, which would otherwise load a
+    second copy of the file through the package's ``__path__``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        parent, _, leaf = fullname.rpartition(".")
+        ours = _ALIASED_PACKAGES.get(parent)
+        if ours is None:
+            return None
+        if fullname in _registry():  # a row of its own decides
+            return _FINDER.find_spec(fullname)
+        return importlib.machinery.ModuleSpec(fullname, _ModuleAlias(f"{ours}.{leaf}"))
+
+
+_CHILD_FINDER = AliasedChildFinder()
+
 
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` (once), after the normal finders."""
+    """Put the finder on ``sys.meta_path`` (once), after the normal finders, and the finder of
+    aliased packages' modules before them."""
     if not any(isinstance(f, ReferencePathFinder) for f in sys.meta_path):
         sys.meta_path.append(_FINDER)
+    if not any(isinstance(f, AliasedChildFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _CHILD_FINDER)
 
 
-__all__ = ["PACKAGES", "TABLE", "ReferencePathFinder", "install", "requirements", "resolve"]
+__all__ = ["ReferencePathFinder", "install", "requirements", "resolve", "rows"]

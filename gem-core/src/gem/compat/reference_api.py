@@ -25,8 +25,13 @@ def extract_last_tagged_answer(model_response: str) -> str | None:
 
 
 def extract_code_from_model(model_response: str) -> str | None:
-    """Content of the last fenced code block, stripped, or ``None``."""
-    return last_code_block(model_response)
+    """Content of the last fenced code block, stripped, or ``None``; fences are read as the
+    reference reads them (``strict=True``: a one-word tag, then a newline at once).
+
+    >>> extract_code_from_model("```py3\\nprint(1)\\n```"), extract_code_from_model("```c++\\nx\\n```")
+    ('print(1)', None)
+    """
+    return last_code_block(model_response, strict=True)
 
 
 class LanguageGameReward:

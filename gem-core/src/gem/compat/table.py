@@ -1,50 +1,30 @@
-"""The one table from the reference package's module paths to our objects.
+"""gem-core's rows of the reference-path table, and where every other row comes from.
 
 A script written for the reference GEM package (PyPI ``gem-llm``) imports names such as
-``gem.envs.registration.make`` or ``gem.tools.python_code_tool.PythonCodeTool``. Each key
-below is such a module path; its value maps the names that module offers to
-``"our.module:attribute"``, or is one string naming the module of ours that stands in for
-the whole module (its private helpers included). :mod:`gem.compat` turns the keys into
-modules on first import and resolves each name on first access, so ``import gem`` imports
-no suite. Packages above the keys (``gem.envs``, ``gem.tools``, ``gem.utils``, ...) exist
-because the keys below them do.
+``gem.envs.registration.make`` or ``gem.tools.python_code_tool.PythonCodeTool``. Each
+package maps the reference paths of the objects it holds through the
+``gem_register_compat`` hook (:mod:`gem.compat.rows`); these are gem-core's, registered by
+its own plugin. :mod:`gem.compat` turns the paths into modules on first import and resolves
+each name on first access.
 
-Our own paths (``gem``, ``gem_envs_games``, ``gem_tools``, ...) are the primary API; this
+Our own paths (``gem``, ``gem_envs_games``, ``gem_tools``, ...) are the primary API; the
 table is only the bridge.
 """
 
 from __future__ import annotations
 
-_GAMES = "gem_envs_games"
-
 #: reference module path -> {name: "our.module:attr"}, or "our.module" for a whole module
-TABLE: dict[str, dict[str, str] | str] = {
-    "gem.__about__": {"__version__": "gem:__version__"},
+CORE_ROWS: dict[str, dict[str, str] | str] = {
+    "gem.__about__": {"__version__": "gem._version:__version__"},
     # -- envs ------------------------------------------------------------------------
     "gem.envs.registration": {
-        "ENV_REGISTRY": "gem.registration:ENV_REGISTRY",
+        "ENV_REGISTRY": "gem.compat.shims:ENV_REGISTRY",
         "EnvSpec": "gem.registry:EnvSpec",
         "register": "gem.registration:register",
         "make": "gem.registration:make",
         "make_vec": "gem.registration:make_vec",
         "print_envs": "gem.registration:print_envs",
     },
-    "gem.envs.game_env.guess_the_number": {"GuessTheNumberEnv": f"{_GAMES}.guess_the_number:GuessTheNumberEnv"},
-    "gem.envs.game_env.mastermind": {"MastermindEnv": f"{_GAMES}.mastermind:MastermindEnv"},
-    "gem.envs.game_env.minesweeper": {"MinesweeperEnv": f"{_GAMES}.minesweeper:MinesweeperEnv"},
-    "gem.envs.game_env.wordle": {"WordleEnv": f"{_GAMES}.wordle:WordleEnv"},
-    "gem.envs.game_env.hangman": {"HangmanEnv": f"{_GAMES}.hangman:HangmanEnv"},
-    "gem.envs.game_env.word_search": {"WordSearchEnv": f"{_GAMES}.word_search:WordSearchEnv"},
-    "gem.envs.game_env.fifteen_puzzle": {"FifteenPuzzleEnv": f"{_GAMES}.fifteen_puzzle:FifteenPuzzleEnv"},
-    "gem.envs.game_env.sudoku": {"SudokuEnv": f"{_GAMES}.sudoku:SudokuEnv"},
-    "gem.envs.game_env.tower_of_hanoi": {"TowerofHanoiEnv": f"{_GAMES}.tower_of_hanoi:TowerofHanoiEnv"},
-    "gem.envs.game_env.game_2048": {"Game2048Env": f"{_GAMES}.game2048:Game2048Env"},
-    "gem.envs.game_env.crosswords": {"CrosswordsEnv": f"{_GAMES}.crosswords:CrosswordsEnv"},
-    "gem.envs.game_env.crosswords.crosswords": {"CrosswordsEnv": f"{_GAMES}.crosswords:CrosswordsEnv"},
-    "gem.envs.game_env.sokoban": {"SokobanEnv": f"{_GAMES}.sokoban:SokobanEnv"},
-    "gem.envs.game_env.sokoban.sokoban": {"SokobanEnv": f"{_GAMES}.sokoban:SokobanEnv"},
-    "gem.envs.game_env.wikigame": {"WikiGameEnv": f"{_GAMES}.wikigame:WikiGameEnv"},
-    "gem.envs.game_env.wikigame.wikigame": {"WikiGameEnv": f"{_GAMES}.wikigame:WikiGameEnv"},
     # the reference's multi-agent package lives under gem.envs; ours is gem.multiagent
     "gem.envs.multiagent": {
         "MultiAgentEnv": "gem.multiagent:MultiAgentEnv",
@@ -54,20 +34,6 @@ TABLE: dict[str, dict[str, str] | str] = {
         "MultiAgentEnv": "gem.multiagent:MultiAgentEnv",
         "AgentSelector": "gem.multiagent:AgentSelector",
     },
-    "gem.envs.math_env": {
-        "MathEnv": "gem_envs_math.env:MathEnv",
-        "TERMINAL_STATE": "gem.core:TERMINAL_STATE",
-    },
-    "gem.envs.code_env": {"CodeEnv": "gem_envs_code.env:CodeEnv"},
-    "gem.envs.qa_env": {"QaEnv": "gem_envs_qa.env:QaEnv"},
-    "gem.envs.reasoning_gym": {"ReasoningGymEnv": "gem_envs_math.rg_env:ReasoningGymEnv"},
-    # -- tools -----------------------------------------------------------------------
-    "gem.tools.base_tool": {"BaseTool": "gem_tools.base:ReferenceTool"},
-    "gem.tools.python_code_tool": {"PythonCodeTool": "gem_tools.python_tool:PythonCodeTool"},
-    "gem.tools.search_tool": {"SearchTool": "gem_tools.search:SearchTool"},
-    "gem.tools.mcp_tool": {"MCPTool": "gem_tools.mcp_tool:MCPTool"},
-    "gem.tools.tool_env_wrapper": {"ToolEnvWrapper": "gem_tools.wrapper:ToolEnvWrapper"},
-    "gem.tools.mcp_server.time_mcp": "gem_tools.mcp_servers.time_server",
     # -- utils -----------------------------------------------------------------------
     "gem.utils.parsing": {
         "extract_last_boxed_answer": "gem.compat.reference_api:extract_last_boxed_answer",
@@ -91,21 +57,10 @@ TABLE: dict[str, dict[str, str] | str] = {
         "RNG": "numpy.random:Generator",
         "RandomNumberGenerator": "numpy.random:Generator",
     },
-    "gem.utils.qa_em": {
-        "normalize_answer": "gem_envs_qa.metrics:normalize_answer",
-        "em_check": "gem_envs_qa.metrics:exact_match",
-    },
-    "gem.utils.math_grader": {
-        "extract_answer": "gem_envs_math.extract:extract_final_answer",
-        "extract_boxed_answer": "gem_envs_math.extract:last_boxed",
-        "grade": "gem_envs_math.reference_api:grade",
-        "boxed_reward_fn": "gem_envs_math.reference_api:boxed_reward_fn",
-    },
-    "gem.utils.sandbox": {"run_python": "gem_tools.reference_api:run_python"},
     # -- wrappers (gem.wrappers is a real package: these add the reference's submodules)
     "gem.wrappers.wrapper_factory": {
-        "WRAPPER_FACTORY": "gem.wrappers:WRAPPER_FACTORY",
-        "TOKENIZER_REQUIRED": "gem.wrappers:TOKENIZER_REQUIRED",
+        "WRAPPER_FACTORY": "gem.compat.shims:WRAPPER_FACTORY",
+        "TOKENIZER_REQUIRED": "gem.compat.shims:TOKENIZER_REQUIRED",
         "get_wrapper_fns": "gem.wrappers:get_wrapper_fns",
     },
     "gem.wrappers.observation_wrapper": {
@@ -123,20 +78,18 @@ TABLE: dict[str, dict[str, str] | str] = {
     "gem.vector.async_vector_env": {"AsyncVectorEnv": "gem.vector.local:ThreadVectorEnv"},
 }
 
-#: top-level packages our targets live in -> what to install for them, from a clone
-INSTALL: dict[str, str] = {
-    "gem_envs_games": "gem-envs-games",
-    "gem_envs_math": "gem-envs-math",
-    "reasoning_gym": "gem-envs-math[reasoning-gym]",
-    "gem_envs_code": "gem-envs-code",
-    "gem_envs_qa": "gem-envs-qa",
-    "gem_tools": "gem-tools",
-    "mcp": "gem-tools[mcp]",
-}
-
-#: modules that need a package beyond their targets' own (an optional extra)
-EXTRA_REQUIREMENTS: dict[str, tuple[str, ...]] = {
-    "gem.envs.reasoning_gym": ("reasoning_gym",),
-    "gem.tools.mcp_tool": ("mcp",),
-    "gem.tools.mcp_server.time_mcp": ("mcp",),
+#: which distribution holds the reference paths below each prefix: what an import of one
+#: says to install while that distribution is absent (its own rows come with it)
+PROVIDERS: dict[str, str] = {
+    "gem.envs.game_env": "gem-envs-games",
+    "gem.envs.math_env": "gem-envs-math",
+    "gem.envs.reasoning_gym": "gem-envs-math[reasoning-gym]",
+    "gem.utils.math_grader": "gem-envs-math",
+    "gem.envs.code_env": "gem-envs-code",
+    "gem.envs.qa_env": "gem-envs-qa",
+    "gem.utils.qa_em": "gem-envs-qa",
+    "gem.tools": "gem-tools",
+    "gem.utils.sandbox": "gem-tools",
+    "gem.eval": "gem-evals",
+    "gem.integrations": "gem-integrations",
 }

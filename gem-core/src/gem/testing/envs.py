@@ -24,9 +24,9 @@ import threading
 import time
 from typing import Any
 
+from gem.conventions import FORMAT_ERROR_REWARD
 from gem.core import Env, StepResult
-
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+from gem.parsing import last_boxed
 
 
 class CountEnv(Env):
@@ -43,14 +43,14 @@ class CountEnv(Env):
 
     def step(self, action: str) -> StepResult:
         self.turn += 1
-        found = _BOXED.findall(action) if isinstance(action, str) else []
-        if not found or not re.fullmatch(r"-?\d{1,18}", found[-1].strip()):
-            return "Format error: answer as \\boxed{N}.", -0.1, True, False, {"format_error": True}
-        guess = int(found[-1].strip())
+        found = last_boxed(action)
+        if found is None or not re.fullmatch(r"-?\d{1,18}", found):
+            return "Format error: answer as \\boxed{N}.", FORMAT_ERROR_REWARD, True, False, {"format_error": True}
+        guess = int(found)
         if guess == self.target:
-            return "Correct!", 1.0, True, False, {"correct": True}
+            return "Correct!", 1.0, True, False, {"correct": True, "format_error": False}
         hint = "higher" if guess < self.target else "lower"
-        return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False}
+        return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False, "format_error": False}
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(1, self.high)}}}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from gem.core import Env, Wrapper
@@ -40,45 +40,6 @@ def get_wrapper_fns(wrappers: str | list[str] | None, tokenizer: Any = None) -> 
     return fns
 
 
-class WrapperFactory(Mapping[str, Callable[..., Env]]):
-    """The wrapper registry read as the reference's ``WRAPPER_FACTORY`` dict:
-    ``WRAPPER_FACTORY["concat_chat"](env, tokenizer=tok)``.
-
-    Live: it shows what the registry holds when read, plugins' wrappers included.
-    """
-
-    def _entries(self) -> Any:
-        from gem.plugins import catalog
-
-        return catalog().wrappers
-
-    def __getitem__(self, name: str) -> Callable[..., Env]:
-        registry = self._entries()
-        if name not in registry:
-            raise KeyError(name)
-        return registry.get(name).factory
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries().names())
-
-    def __len__(self) -> int:
-        return len(self._entries().names())
-
-    def tokenizer_required(self) -> list[str]:
-        """Names of the wrappers that render a chat template (they need a tokenizer)."""
-        registry = self._entries()
-        return [n for n in registry.names() if registry.get(n).meta.get("requires_tokenizer")]
-
-
-WRAPPER_FACTORY = WrapperFactory()
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TOKENIZER_REQUIRED":  # the reference's list, read from the registry
-        return WRAPPER_FACTORY.tokenizer_required()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def apply_wrappers(env: Env, wrappers: str | list[str] | None, tokenizer: Any = None) -> Env:
     """``env`` wrapped by the named wrappers, in order."""
     for fn in get_wrapper_fns(wrappers, tokenizer=tokenizer):
@@ -87,14 +48,12 @@ def apply_wrappers(env: Env, wrappers: str | list[str] | None, tokenizer: Any = 
 
 
 __all__ = [
-    "WRAPPER_FACTORY",
     "EncapsulateWrapper",
     "EpisodeTrackingWrapper",
     "HistoryWrapper",
     "ObservationWrapper",
     "TimeLimit",
     "Wrapper",
-    "WrapperFactory",
     "apply_wrappers",
     "get_wrapper_fns",
 ]

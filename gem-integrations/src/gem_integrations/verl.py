@@ -1,0 +1,136 @@
+"""GEM envs in verl's agent-loop rollouts (tested with verl 0.9.1).
+
+Importing this module registers :class:`GemAgentLoop` with verl as ``gem_agent``. A
+dataset row selects it with ``agent_name: gem_agent`` and names its episode in
+``extra_info``: ``{"env_id": "game:GuessTheNumber-v0-easy", "seed": 3}``
+(:func:`gem_rows` writes such rows). verl runs the loop once per sample; samples of
+one row (``rollout.n``) share its seed, so a GRPO group shares its start.
+
+The loop uses verl's own machinery: generation through ``self.server_manager``
+(vLLM or SGLang servers), prompt and turn tokens through verl's continuous-token
+builder (the chat template applied the way verl applies it for the model family),
+the env's observations appended as user turns with ``response_mask`` 0, the sampler's
+logprobs kept, and the episode's return as ``reward_score`` (so no reward function is
+needed). Point verl at it with::
+
+    actor_rollout_ref.rollout.mode=async
+    actor_rollout_ref.rollout.agent.agent_loop_config_path=<file listing gem_integrations.verl>
+
+or simply ``import gem_integrations.verl`` in a module verl imports (the example does).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+from uuid import uuid4
+
+from gem_integrations._support import EnvSource, env_factory, import_framework, require_hook
+
+TESTED = "0.9.1"
+
+agent_loop = import_framework("verl.experimental.agent_loop.agent_loop", dist="verl", extra="verl", tested=TESTED)
+AgentLoopBase, AgentLoopOutput, register = agent_loop.AgentLoopBase, agent_loop.AgentLoopOutput, agent_loop.register
+require_hook(all(hasattr(AgentLoopBase, name) for name in
+                 ("ct_build_initial_tokens", "ct_merge_assistant_token", "ct_merge_context_msg"))
+             and {"prompt_ids", "response_ids", "response_mask", "response_logprobs", "reward_score"}
+             <= set(AgentLoopOutput.model_fields),
+             dist="verl", tested=TESTED, extra="verl",
+             what="AgentLoopBase's continuous-token helpers or AgentLoopOutput's fields changed")
+require_hook("request_id" in inspect.signature(agent_loop.LLMServerClient.generate).parameters,
+             dist="verl", tested=TESTED, extra="verl",
+             what="LLMServerClient.generate(request_id, prompt_ids, sampling_params) changed")
+
+AGENT_NAME = "gem_agent"
+
+
+def gem_rows(env_id: str, seeds: Any, data_source: str = "gem") -> list[dict[str, Any]]:
+    """Dataset rows (for a parquet file) that run ``env_id`` once per seed under ``gem_agent``.
+
+    ``prompt`` is a placeholder verl's dataset needs; the loop replaces it with the env's
+    first observation.
+    """
+    return [{
+        "data_source": data_source,
+        "agent_name": AGENT_NAME,
+        "prompt": [{"role": "user", "content": f"{env_id} seed {int(seed)}"}],
+        "extra_info": {"env_id": env_id, "seed": int(seed)},
+        # verl's reward code expects the column; the loop's reward_score makes it unused
+        "reward_model": {"style": "rule", "ground_truth": ""},
+    } for seed in seeds]
+
+
+@register(AGENT_NAME)
+class GemAgentLoop(AgentLoopBase):
+    """One GEM episode per sample: generate, step the env, append its answer, repeat.
+
+    The env comes from the row's ``extra_info["env_id"]`` (or the class attribute
+    ``env`` in a subclass), its seed from ``extra_info["seed"]``. The episode ends when
+    the env ends it or when the response reaches ``rollout.response_length`` tokens.
+    """
+
+    #: default env when a row names none
+    env: EnvSource | None = None
+    #: optional system message before the first observation
+    system_prompt: str | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.response_length = self.rollout_config.response_length
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        info = dict(kwargs.get("extra_info") or {})
+        source = info.get("env_id") or self.env
+        if source is None:
+            raise ValueError("a gem_agent row needs extra_info['env_id'] (see gem_integrations.verl.gem_rows)")
+        env = env_factory(source)()
+        try:
+            return await self._play(env, info.get("seed"), sampling_params)
+        finally:
+            env.close()
+
+    async def _play(self, env: Any, seed: Any, sampling_params: dict[str, Any]) -> AgentLoopOutput:
+        obs, _ = await env.areset(seed=None if seed is None else int(seed))
+        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        messages.append({"role": "user", "content": str(obs)})
+        tokens = await self.ct_build_initial_tokens(messages)
+        mask: list[int] = []
+        logprobs: list[float] = []
+        request_id = uuid4().hex  # one id per episode: the server keeps its prefix cached
+        total, turns, success = 0.0, 0, False
+        while True:
+            out = await self.server_manager.generate(request_id=request_id, prompt_ids=tokens,
+                                                     sampling_params=sampling_params)
+            merged, mask, new_logprobs = await self.ct_merge_assistant_token(
+                tokens, out.token_ids, mask, logprobs if (logprobs or out.log_probs) else None,
+                assistant_logprobs=out.log_probs or None)
+            tokens, logprobs = merged.token_ids, new_logprobs or []
+            reply = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            obs, reward, terminated, truncated, step_info = await env.astep(reply)
+            total += float(reward)
+            turns += 1
+            success = bool(step_info.get("correct", success))
+            if terminated or truncated or len(mask) >= self.response_length:
+                break
+            before = [*messages, {"role": "assistant", "content": reply}]
+            messages = [*before, {"role": "user", "content": str(obs)}]
+            merged, new_mask, new_logprobs = await self.ct_merge_context_msg(
+                before, messages, tokens, mask, logprobs or None)
+            if len(new_mask) >= self.response_length:
+                break
+            tokens, mask, logprobs = merged.token_ids, new_mask, (new_logprobs or []) if logprobs else []
+        n = self.response_length
+        response_ids = tokens[len(tokens) - len(mask):]
+        return AgentLoopOutput(
+            prompt_ids=tokens[: len(tokens) - len(mask)],
+            response_ids=response_ids[:n],
+            response_mask=mask[:n],
+            response_logprobs=logprobs[:n] if logprobs else None,
+            reward_score=total,
+            num_turns=2 * turns + 1,
+            metrics={},
+            extra_fields={"env_return": total, "env_turns": turns, "env_success": success},
+        )
+
+
+__all__ = ["AGENT_NAME", "GemAgentLoop", "gem_rows"]

@@ -1,0 +1,38 @@
+"""Helpers shared by the adapter tests (the fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+ENV_ID = "game:GuessTheNumber-v0-easy"
+
+
+def secret_of(env_id: str, seed: int) -> int:
+    """The number a seeded GuessTheNumber episode hides (the env's seeding makes it reproducible)."""
+    import gem
+
+    env = gem.make(env_id)
+    env.reset(seed=seed)
+    return env.unwrapped.secret
+
+
+def readme_install(framework: str) -> list[str]:
+    """The commands of examples/<framework>/README.md's install block (the ones the nox session runs)."""
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "examples" / framework / "README.md"
+    block = re.search(r"<!-- install -->\s*```bash\n(.*?)```\s*<!-- /install -->", readme.read_text(), re.S)
+    assert block, f"{readme} has no install block"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.split("#")[0].strip()]
+
+
+def assert_missing_framework_is_one_line(framework: str, hidden: str) -> None:
+    """Importing ``gem_integrations.<framework>`` with ``hidden`` unimportable fails with one
+    line ending in the example README's install commands."""
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.modules[{hidden!r}] = None\n"
+            f"try:\n    import gem_integrations.{framework}\nexcept ImportError as e:\n    print(e)")
+    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert message.startswith(f"gem_integrations.{framework} needs ") and "\n" not in message
+    assert message.endswith(" && ".join(readme_install(framework)))
