@@ -33,10 +33,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "__version__",
     "Env",
     "EnvWrapper",
     "Wrapper",
+    "__version__",
     "errors",
     "hookimpl",
     "list_envs",
