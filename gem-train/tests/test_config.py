@@ -34,6 +34,15 @@ def test_groups_and_overrides_compose():
     assert composed("algo=rebn_ppo").algo.epochs == 4
 
 
+def test_rollout_env_limits_compose_and_self_play_refuses_them():
+    cfg = composed("rollout.step_timeout=30", "rollout.episode_timeout=600", "rollout.processes=2")
+    assert (cfg.rollout.step_timeout, cfg.rollout.episode_timeout, cfg.rollout.processes) == (30.0, 600.0, 2)
+    validate(cfg)
+    cfg.env.selfplay = True
+    with pytest.raises(ConfigError, match=r"^rollout\.step_timeout: self-play games run under gem's multi-agent"):
+        validate(cfg)
+
+
 def test_wrong_type_and_unknown_key_name_the_field():
     with pytest.raises(ConfigCompositionException, match="algo.gamma=abc") as bad_type:
         composed("algo.gamma=abc")
@@ -55,6 +64,9 @@ def test_wrong_type_and_unknown_key_name_the_field():
         ("trainer.sft.noise", 2.0, "probability"),
         ("trainer.adam_betas", [0.9, 1.5], "two numbers in"),
         ("rollout.turns_per_iter", 0, ">= 1 or null"),
+        ("rollout.step_timeout", 0.0, "> 0 seconds or null"),
+        ("rollout.episode_timeout", -1.0, "> 0 seconds or null"),
+        ("rollout.processes", 0, ">= 1 or null"),
     ],
 )
 def test_validate_names_the_field_and_why(field, value, why):

@@ -143,10 +143,9 @@ def test_ppo_bootstraps_episodes_cut_short_by_a_turn_limit(tiny_model_path):
     """GAE's value after the last turn: 0 when the game ended, V(final observation) when a turn limit cut it."""
     from toy_env import ToyGuess
 
+    from gem_train.algos import PPO
     from gem_train.config import TrainConfig
-    from gem_train.critic import make_critic
     from gem_train.rollout import collect, encode_prompt
-    from gem_train.trainer import _advantages
 
     model, tok = load_policy(tiny_model_path)
 
@@ -163,11 +162,14 @@ def test_ppo_bootstraps_episodes_cut_short_by_a_turn_limit(tiny_model_path):
     assert any(won) and not all(won) and [ep.cut_short for ep in episodes] == [not w for w in won]
     cfg = TrainConfig()
     cfg.algo = AlgoConfig(name="ppo", loss="ppo_clip", gamma=0.5, gae_lambda=1.0)
-    learner = Learner(model, cfg.algo, TrainerConfig(), 1.0, 8.0, tok.pad_token_id, critic=make_critic(model, "shared"))
+    ppo = PPO(cfg.algo, model, encode=lambda obs: encode_prompt(tok, obs, templated=False),
+              max_model_len=cfg.model.max_model_len)
+    learner = Learner(model, cfg.algo, TrainerConfig(), 1.0, 8.0, tok.pad_token_id, critic=ppo.critic)
+    ppo.bind(learner)
     with torch.no_grad():
         learner.critic.head.bias.fill_(1.0)  # V = 1 everywhere
-    _, inputs, _ = _advantages(cfg, learner, episodes, encode=lambda obs: encode_prompt(tok, obs, templated=False))
+    inputs = ppo.prepare(episodes).inputs
     # won: target r = 1; cut short: r + gamma * V(final) = 0 + 0.5 * 1
     assert inputs["value_targets"] == [pytest.approx(1.0 if w else 0.5) for w in won]
-    _, plain, _ = _advantages(cfg, learner, episodes)  # without an encoder nothing is bootstrapped
+    plain = PPO(cfg.algo, critic=ppo.critic).bind(learner).prepare(episodes).inputs  # no encoder: no bootstrap
     assert plain["value_targets"] == [pytest.approx(1.0 if w else 0.0) for w in won]

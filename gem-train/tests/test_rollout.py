@@ -7,6 +7,7 @@ from toy_env import Chatter, ToyGuess
 
 from gem.wrappers import apply_wrappers
 from gem_train.engines import Sampling, make_engine
+from gem_train.envs import EnvFactory
 from gem_train.model import load_policy
 from gem_train.rollout import PROMPT_TOO_LONG, EnginePolicy, StepClock, collect, encode_prompt, union_seconds
 
@@ -98,3 +99,18 @@ def test_step_clock_records_each_step_of_each_episode(engine_and_tok):
     assert len(steps) == sum(len(ep.turns) for ep in episodes)
     assert all(end >= start for start, end in steps)
     assert len(policy.generate_intervals) == policy.generate_calls
+
+
+def test_envs_in_worker_processes_play_the_episodes_threads_play(engine_and_tok, gem_registry):
+    """rollout.processes: the run's env factory pickles into gem's worker processes (which register the id from
+    its entry point when they start without it), and the seeded episodes come out as in threads."""
+    engine, tok = engine_and_tok
+    make_env = EnvFactory("toy:Guess-v0", entry_point="toy_env:ToyGuess").wrapped("messages", tok)
+
+    def play(**limits):
+        policy = EnginePolicy(engine, tok, Sampling(temperature=1.0, max_tokens=6, seed=0), max_model_len=256)
+        episodes = collect(make_env, policy, seeds=range(4), concurrency=4, **limits)
+        assert all(ep.error is None for ep in episodes)
+        return [[(t.prompt_ids, t.response_ids, t.reward) for t in ep.turns] for ep in episodes]
+
+    assert play(processes=2) == play()

@@ -27,6 +27,28 @@ def smoke_config(out: Path, *overrides: str):
     return to_train_config(cfg)
 
 
+
+def test_a_hanging_env_step_ends_its_episode_and_training_goes_on(tmp_path, gem_registry):
+    """rollout.step_timeout reaches gem's runner: a stuck step ends its episode alone, which is not trained on."""
+    import toy_env
+
+    out = tmp_path / "run"
+    try:
+        train(smoke_config(out, "env=custom", "env.id=toy:Stall-v0", "env.entry_point=toy_env:Stall",
+                           "trainer.sft.episodes=0", "rollout.step_timeout=0.5"))
+    finally:
+        toy_env.RELEASE.set()
+    records = read_metrics(out / "metrics.jsonl")
+    train_records = [r for r in records if r["kind"] == "train"]
+    assert [r["iteration"] for r in train_records] == [1, 2]
+    for r in train_records:
+        faults = round(r["env_faults"] * r["episodes"])
+        assert 0 < faults < r["episodes"]
+        # Chatter's episodes last three turns; those of the stuck episodes never happened
+        assert r["turns_trained"] == 3 * (r["episodes"] - faults) and "loss" in r
+    assert {r["kind"] for r in records} == {"train", "eval"} and (out / "checkpoints").is_dir()
+
+
 def test_train_end_to_end_then_resume(tmp_path, gem_registry):
     gem_registry.register("toy:Chatter-v0", "toy_env:Chatter", max_turns=2)
     out = tmp_path / "run"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import gem
 
@@ -61,6 +62,9 @@ class Bisect:
         return f"\\boxed{{{self.last}}}"
 
 
+CHATTER_ACTIONS = ["once", "upon", "a time"]
+
+
 class Chatter(gem.Env):
     """Accepts any reply for max_turns turns (reward 0.1 each): episodes whose length the policy cannot cut short."""
 
@@ -77,7 +81,7 @@ class Chatter(gem.Env):
         return "Go on.", 0.1, False, self.turn >= self.max_turns, {}
 
     def sample_random_action(self):
-        return self.rng.choice(["once", "upon", "a time"])
+        return self.rng.choice(CHATTER_ACTIONS)
 
     def get_state(self):
         return {"turn": self.turn, "rng": self.rng_state()}
@@ -85,3 +89,21 @@ class Chatter(gem.Env):
     def set_state(self, state):
         self.turn = state["turn"]
         self.set_rng_state(state["rng"])
+
+
+#: set to let every stuck Stall step return (a test sets it when done, so no thread outlives it for long)
+RELEASE = threading.Event()
+
+
+class Stall(Chatter):
+    """Chatter whose step hangs on reset seeds divisible by 3: an env stuck in a call. Its own random actions
+    never hang it, so the tokenizer's corpus, played with them, builds without waiting."""
+
+    def reset(self, seed=None, **kwargs):
+        self.stuck = seed is not None and seed % 3 == 0
+        return super().reset(seed)
+
+    def step(self, action):
+        if self.stuck and action not in CHATTER_ACTIONS:
+            RELEASE.wait(120)
+        return super().step(action)

@@ -22,12 +22,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gem
-from gem.runner import EpisodeContext, Trajectory, run_episodes
+from gem.conventions import FORMAT_ERROR_REWARD
+from gem.runner import EpisodeContext, Trajectory, Turn, run_episodes
 from gem_train.engines.base import ContinuousEngine, Engine, Generation, Sampling
 
 PROMPT_TOO_LONG = "prompt_too_long"
-# GEM's convention: a reply the env cannot parse ends the episode with this reward
-FORMAT_ERROR_REWARD = -0.1
+
+
+def is_format_error(turn: Turn) -> bool:
+    """The turn ended its episode on a reply the env could not parse: ``info["format_error"]`` where the env
+    reports it, else GEM's convention (terminated with reward ``FORMAT_ERROR_REWARD``), for envs that do not.
+
+    >>> is_format_error(Turn("obs", "oops", -0.1, True, False, {})), is_format_error(
+    ...     Turn("obs", "oops", -0.1, True, False, {"format_error": False}))
+    (True, False)
+    """
+    if "format_error" in turn.info:
+        return bool(turn.info["format_error"])
+    return turn.terminated and abs(turn.reward - FORMAT_ERROR_REWARD) < 1e-9
 
 
 def derive_seed(*parts: int) -> int:
@@ -93,14 +105,15 @@ class Episode:
 
     @property
     def format_error(self) -> bool:
-        """The episode ended on a reply the env could not parse: ``info["format_error"]`` where the env
-        reports it, else GEM's convention (terminated with reward -0.1)."""
+        """The episode ended on a reply the env could not parse (:func:`is_format_error`)."""
         if self.trajectory is None or not self.trajectory.turns:
             return False
-        last = self.trajectory.turns[-1]
-        if "format_error" in last.info:
-            return bool(last.info["format_error"])
-        return last.terminated and abs(last.reward - FORMAT_ERROR_REWARD) < 1e-9
+        return is_format_error(self.trajectory.turns[-1])
+
+    @property
+    def error(self) -> str | None:
+        """Why the episode stopped early (``"StepTimeoutError: ..."``), when a rollout limit let it fail alone."""
+        return self.trajectory.error if self.trajectory is not None else None
 
 
 def encode_prompt(tokenizer: Any, observation: Any, templated: bool) -> list[int]:
@@ -165,7 +178,9 @@ class EnginePolicy:
     Each answer goes back to the runner with its :class:`TurnSample` (prompt ids,
     response ids, sampler logprobs) as the turn's ``policy_info``. With a seeded
     ``sampling``, each request's seed is derived from (seed, episode index, turn), so an
-    episode draws the same tokens however the requests happen to batch.
+    episode draws the same tokens however the requests happen to batch. ``index_offset`` is added to
+    the runner's episode index: a rank playing episodes ``offset..`` of a batch draws as one process
+    playing all of them would.
     """
 
     def __init__(
@@ -186,6 +201,7 @@ class EnginePolicy:
         self.generated_tokens = 0
         self.generate_intervals: list[tuple[float, float]] = []
         self._calls_seeded = 0
+        self.index_offset = 0
 
     @property
     def generate_seconds(self) -> float:
@@ -199,7 +215,7 @@ class EnginePolicy:
             return "", {"sample": TurnSample(prompt, [], [], PROMPT_TOO_LONG)}
         seed = None
         if self.sampling.seed is not None and context is not None:
-            seed = derive_seed(self.sampling.seed, context.index, context.turn)
+            seed = derive_seed(self.sampling.seed, context.index + self.index_offset, context.turn)
         if isinstance(self.engine, ContinuousEngine):
             gen = await self._generate_one(prompt, seed)
         else:
@@ -257,11 +273,30 @@ def collect(
     groups: Sequence[int] | None = None,
     concurrency: int = 32,
     max_turns: int | None = None,
+    *,
+    step_timeout: float | None = None,
+    episode_timeout: float | None = None,
+    processes: int | None = None,
 ) -> list[Episode]:
-    """Play one episode per seed with ``policy``; returns the episodes in seed order."""
+    """Play one episode per seed with ``policy``; returns the episodes in seed order.
+
+    ``step_timeout``, ``episode_timeout`` and ``processes`` are gem's runner's (:func:`gem.runner.run_episodes`;
+    with ``processes`` the envs live in worker processes, so ``make_env`` must pickle). With any of them an
+    episode that fails (a limit, a lost worker, an error) ends alone with :attr:`Episode.error` set and the
+    others go on; only when every episode failed is the first error raised. Without them the first error is.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        return []
+    limited = step_timeout is not None or episode_timeout is not None or processes is not None
     trajectories = asyncio.run(run_episodes(
-        make_env, policy, seeds=list(seeds), concurrency=concurrency, max_turns=max_turns,
+        make_env, policy, seeds=seeds, concurrency=concurrency, max_turns=max_turns,
+        on_error="record" if limited else "raise", step_timeout=step_timeout, episode_timeout=episode_timeout,
+        processes=processes,
     ))
+    if limited and all(traj.error for traj in trajectories):
+        raise RuntimeError(f"every one of {len(trajectories)} episodes failed, the first with "
+                           f"{trajectories[0].error}")
     groups = list(groups) if groups is not None else list(range(len(trajectories)))
     episodes = []
     for traj, group in zip(trajectories, groups):

@@ -31,7 +31,8 @@ RESUMABLE = (
     "trainer.iterations", "trainer.eval_every", "trainer.eval_episodes", "trainer.eval_temperature",
     "trainer.checkpoint_every", "trainer.resume", "trainer.device", "trainer.threads", "trainer.tensorboard",
     "trainer.wandb", "trainer.wandb_project", "trainer.distributed.backend", "trainer.distributed.timeout_minutes",
-    "env.eval_ids", "model.hub_name", "rollout.concurrency", "rollout.batch_wait_ms", "rollout.vllm", "experiment",
+    "env.eval_ids", "model.hub_name", "rollout.concurrency", "rollout.batch_wait_ms", "rollout.vllm",
+    "rollout.step_timeout", "rollout.episode_timeout", "rollout.processes", "experiment",
 )
 # what a run writes into its folder besides metrics.jsonl (which MetricsLog starts afresh); a run that starts
 # over removes them, so no checkpoint, built model or event file of an earlier run is mixed into it

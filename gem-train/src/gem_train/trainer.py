@@ -1,4 +1,4 @@
-"""The training loop: collect episodes, compute advantages, update, sync weights, log.
+"""The training loop: collect episodes, prepare them, update, sync weights; log, evaluate, checkpoint.
 
 :func:`train` is a plain function of a :class:`~gem_train.config.TrainConfig`; the CLI
 only builds that config. Tests call it directly with a shrunken config.
@@ -9,9 +9,11 @@ only builds that config. Tests call it directly with a shrunken config.
 >>> summary = train(cfg)            # doctest: +SKIP
 >>> summary["final_eval_return"]    # doctest: +SKIP
 
-Under ``torchrun`` every rank runs :func:`train`: each learns from its share of the batch
-(:mod:`gem_train.distributed`), ``trainer.distributed.rollout`` says who collects the
-episodes, and rank 0 alone writes metrics and checkpoints and evaluates.
+Each iteration: the rollout (:mod:`gem_train.rollout`) plays the episodes, the algorithm
+object (:mod:`gem_train.algos`) prepares them (advantages; PPO's critic values), the learner
+(:mod:`gem_train.learner`) updates, and the engine gets the new weights. Under ``torchrun``
+every rank runs the same loop; :mod:`gem_train.sharding` says which episodes each plays and
+which turns each learns from, and rank 0 alone writes metrics and checkpoints and evaluates.
 """
 
 from __future__ import annotations
@@ -25,21 +27,14 @@ from typing import Any
 
 import torch
 
-from gem.runner import EpisodeContext
 from gem_train import distributed
-from gem_train.algorithms.advantages import turn_advantages
-from gem_train.algorithms.ppo import explained_variance, gae_turn_advantages
-from gem_train.checkpoint import (
-    load_critic,
-    load_optimizer,
-    load_trainer_state,
-    save_checkpoint,
-)
+from gem_train.algos import Algorithm, Batch, make_algorithm
+from gem_train.checkpoint import load_optimizer, load_trainer_state, save_checkpoint
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, check_model_path, validate
-from gem_train.critic import make_critic
 from gem_train.curves import write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
+from gem_train.envs import check_env_ids, env_factory, templated
 from gem_train.learner import Learner
 from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb, show
 from gem_train.model import build_tiny_model, load_policy, resolve_device
@@ -56,44 +51,7 @@ from gem_train.rollout import (
 )
 from gem_train.run_folder import config_record, resume_checkpoint, start_over
 from gem_train.selfplay import collect_selfplay
-
-TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
-
-
-def env_factories(cfg: TrainConfig, env_id: str | None = None
-                  ) -> tuple[Callable[[], Any], Callable[[Any], Callable[[], Any]]]:
-    """``(make_base_env, wrapped(tokenizer))``: the bare env, and a factory of the env with its wrappers.
-
-    ``env_id`` (an eval id) defaults to the training env; ``env.kwargs`` apply to the training env only.
-    """
-    import gem
-    from gem.wrappers import apply_wrappers
-
-    if cfg.env.entry_point and cfg.env.id not in gem.list_envs():
-        gem.register(cfg.env.id, cfg.env.entry_point)
-    env_id = env_id or cfg.env.id
-    kwargs = dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
-
-    def make_base_env() -> Any:
-        return gem.make(env_id, **kwargs)
-
-    def wrapped(tokenizer: Any) -> Callable[[], Any]:
-        return lambda: apply_wrappers(make_base_env(), cfg.env.wrappers, tokenizer=tokenizer)
-
-    return make_base_env, wrapped
-
-
-def check_env_ids(cfg: TrainConfig) -> None:
-    """Raise :class:`ConfigError` (gem's "did you mean" on one line) unless every env id of the run is registered."""
-    import gem
-    from gem.errors import GemError
-
-    env_factories(cfg)  # registers env.id with env.entry_point
-    for key, env_id in [("env.id", cfg.env.id), *(("env.eval_ids", i) for i in cfg.env.eval_ids)]:
-        try:
-            gem.spec(env_id)
-        except GemError as exc:
-            raise ConfigError(f"{key}: {' '.join(str(exc).splitlines())}") from None
+from gem_train.sharding import Shards
 
 
 def check_run(cfg: TrainConfig) -> Path | None:
@@ -135,6 +93,8 @@ def episode_metrics(episodes: list[Episode], prefix: str = "",
         "prompt_tokens": float(sum(len(t.prompt_ids) for t in turns)),
         "cut_responses": float(sum(t.finish_reason == "length" for t in turns)),
         "prompts_too_long": float(sum(t.finish_reason == PROMPT_TOO_LONG for t in turns)),
+        # ended early by a rollout limit or a lost worker (rollout.step_timeout, episode_timeout, processes)
+        "env_faults": float(sum(ep.error is not None for ep in episodes)),
     }
     if reduce is not None:
         sums = reduce(sums)
@@ -174,10 +134,11 @@ class _Run:
             start_over(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = distributed.local_device(resolve_device(cfg.trainer.device))
-        self.make_base_env, wrapped = env_factories(cfg)
+        self.shards = Shards.current(cfg.trainer.distributed.rollout)
+        make_base_env = env_factory(cfg)
         # rank 0 builds the tiny model; the other ranks then find it built (the build is deterministic)
         init_path = cfg.model.path if cfg.model.name == "hf" else str(distributed.main_first(lambda: build_tiny_model(
-            self.out / "model_init", self.make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
+            self.out / "model_init", make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
         )))
         self.checkpoint = checkpoint
         self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
@@ -192,13 +153,16 @@ class _Run:
         ) if distributed.is_main() else _Unlogged()
         load_from = str(self.checkpoint) if self.checkpoint else init_path
         self.model, self.tokenizer = load_policy(load_from, cfg.model.dtype, self.device)
-        self.make_env = wrapped(self.tokenizer)
-        names = [w.strip() for w in cfg.env.wrappers.split(",")] if cfg.env.wrappers else []
-        self.templated = any(w in TEMPLATED_WRAPPERS for w in names)
+        self.make_env = make_base_env.wrapped(cfg.env.wrappers, self.tokenizer)
+        self.templated = templated(cfg)
         self.engine_path = load_from
         self.eval_envs = {cfg.env.id: self.make_env}
         for env_id in cfg.env.eval_ids:
-            self.eval_envs[env_id] = env_factories(cfg, env_id)[1](self.tokenizer)
+            self.eval_envs[env_id] = env_factory(cfg, env_id).wrapped(cfg.env.wrappers, self.tokenizer)
+        r = cfg.rollout
+        # gem.runner's env-side limits, for training and evaluation episodes alike
+        self.env_limits = {"step_timeout": r.step_timeout, "episode_timeout": r.episode_timeout,
+                           "processes": r.processes}
 
     def engine(self) -> Engine:
         cfg = self.cfg
@@ -215,25 +179,28 @@ class _Run:
         """Prompt ids of an observation, as the policy builds them."""
         return encode_prompt(self.tokenizer, observation, self.templated)
 
-    def policy(self, engine: Engine, temperature: float, seed: int) -> EnginePolicy:
+    def policy(self, engine: Engine | None, temperature: float, seed: int) -> EnginePolicy:
+        """The sampling policy (``engine`` None: a rank that plays no episodes)."""
         r = self.cfg.rollout
         sampling = Sampling(temperature=temperature, top_p=r.top_p if temperature > 0 else 1.0,
                             max_tokens=r.max_tokens, seed=seed)
-        return EnginePolicy(engine, self.tokenizer, sampling,
+        return EnginePolicy(engine, self.tokenizer, sampling,  # type: ignore[arg-type]
                             self.cfg.model.max_model_len, self.templated, r.batch_wait_ms / 1000)
 
-    def learner(self, lr: float | None = None, rl: bool = True) -> Learner:
-        """The RL learner (with PPO's critic, restored from the checkpoint when resuming), or with ``rl=False``
-        the SFT stage's."""
+    def algorithm(self) -> Algorithm:
+        """The ``algo.name`` object; PPO's critic is restored from the checkpoint when resuming."""
+        cfg = self.cfg
+        return make_algorithm(cfg.algo, policy=self.model, checkpoint=self.checkpoint, encode=self.encode,
+                              max_model_len=cfg.model.max_model_len)
+
+    def learner(self, lr: float | None = None, algorithm: Algorithm | None = None) -> Learner:
+        """The learner of the model (and of ``algorithm``'s critic): RL's, or without an algorithm the SFT
+        stage's."""
         cfg = self.cfg
         constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
-        critic = None
-        if rl and cfg.algo.name == "ppo":
-            critic = make_critic(self.model, cfg.algo.critic, cfg.algo.critic_path)
-            if self.checkpoint is not None:
-                load_critic(self.checkpoint, critic)
         return Learner(self.model, cfg.algo, cfg.trainer, cfg.rollout.temperature, constant,
-                       self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed, critic=critic)
+                       self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed,
+                       critic=algorithm.critic if algorithm is not None else None)
 
 
 def _sft(run: _Run) -> None:
@@ -246,17 +213,15 @@ def _sft(run: _Run) -> None:
         format_noise=sft.format_noise, templated=run.templated, max_model_len=cfg.model.max_model_len,
         max_turns=cfg.env.max_turns, seed=cfg.trainer.seed,
     )
-    learner = run.learner(lr=sft.lr, rl=False)
+    learner = run.learner(lr=sft.lr)
     rng = random.Random(cfg.trainer.seed)
-    rank, world = distributed.rank(), distributed.world_size()
+    shards = Shards(rank=distributed.rank(), world=distributed.world_size())
     for epoch in range(sft.epochs):
         # every rank builds the same demonstrations and shuffles them alike, then learns from its share of a batch
         rng.shuffle(samples)
         losses = []
         for i in range(0, len(samples), sft.batch_size):
-            batch = samples[i:i + sft.batch_size]
-            first, last = distributed.shard_range(len(batch), rank, world)
-            losses.append(learner.supervised_update(batch[first:last])["sft_loss"])
+            losses.append(learner.supervised_update(shards.share(samples[i:i + sft.batch_size]))["sft_loss"])
         run.log.write("sft", epoch=epoch + 1, sft_loss=sum(losses) / max(len(losses), 1), turns=float(len(samples)),
                       **stats, seconds=time.perf_counter() - start)
 
@@ -269,162 +234,80 @@ def _evaluate(run: _Run, engine: Engine, iteration: int) -> dict[str, float]:
     for env_id, make_env in run.eval_envs.items():
         start = time.perf_counter()
         policy = run.policy(engine, cfg.trainer.eval_temperature, cfg.trainer.seed + 7)
-        episodes = collect(make_env, policy, seeds, concurrency=cfg.rollout.concurrency, max_turns=cfg.env.max_turns)
+        episodes = collect(make_env, policy, seeds, concurrency=cfg.rollout.concurrency, max_turns=cfg.env.max_turns,
+                           **run.env_limits)
         results[env_id] = episode_metrics(episodes, prefix="eval_")
         run.log.write("eval", iteration=iteration, env_id=env_id, **results[env_id],
                       eval_s=time.perf_counter() - start)
     return results[cfg.env.id]
 
 
-class _OffsetPolicy:
-    """A rank's view of the policy: episode ``i`` of its share is episode ``offset + i`` of the whole batch, so
-    each request is seeded (by episode index and turn) as in a single process, and no two ranks share draws."""
+@dataclasses.dataclass
+class _Rollout:
+    """One iteration's episodes on this rank, and what their collection measured."""
 
-    def __init__(self, policy: EnginePolicy, offset: int) -> None:
-        self.policy, self.offset = policy, offset
+    # every episode played, those that failed alone included (their metrics count; they are not trained on)
+    episodes: list[Episode]
+    policy: EnginePolicy
+    # the wall-clock intervals of the env steps
+    steps: list[tuple[float, float]]
+    # how many turns of the intact episodes to train on (the first, in episode order; None: all)
+    keep: int | None
 
-    async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, TurnSample]]:
-        if context is not None:
-            context = dataclasses.replace(context, index=context.index + self.offset)
-        return await self.policy.act(observation, context)
+    @property
+    def intact(self) -> list[Episode]:
+        return [ep for ep in self.episodes if ep.error is None]
 
 
-def _collect_iteration(run: _Run, engine: Engine, iteration: int, share: tuple[int, int] = (0, 1)
-                       ) -> tuple[list[Episode], EnginePolicy, list[tuple[float, float]], int | None]:
+def _collect_iteration(run: _Run, engine: Engine | None, iteration: int) -> _Rollout:
     """One iteration's episodes: one batch of ``rollout.episodes_per_iter``, or waves of it until
-    ``rollout.turns_per_iter`` turns are in. Also returns the policy, the intervals of the env steps and how many
-    of the turns to train on (the first ``rollout.turns_per_iter`` in episode order; None: all).
-
-    ``share = (rank, world)``: this rank plays its contiguous share of each wave's groups, and the ranks count
-    their turns together, so the waves, and the turns kept, are those of a single process playing them all.
-    """
-    cfg = run.cfg
-    rank, world = share
+    ``rollout.turns_per_iter`` turns are in, this rank playing its share (:class:`~gem_train.sharding.Shards`).
+    The ranks count their turns together, so the waves, and the turns kept, are those of one process playing
+    them all."""
+    cfg, shards = run.cfg, run.shards
     # per (run seed, iteration); the policy derives each request's seed from it and (episode, turn)
     policy = run.policy(engine, cfg.rollout.temperature, derive_seed(cfg.trainer.seed, iteration))
     episodes: list[Episode] = []
     steps: list[tuple[float, float]] = []
     counts: list[list[int]] = []  # turns of each wave on each rank
 
-    def make_env() -> Any:
+    def clocked_env() -> Any:
         return StepClock(run.make_env(), steps)
 
+    # worker processes build the envs from the picklable factory; their steps' clock stays in the workers
+    make_env = run.make_env if cfg.rollout.processes else clocked_env
     wave = 0
     while wave == 0 or sum(map(sum, counts)) < (cfg.rollout.turns_per_iter or 0):
         seeds, groups = train_seeds(iteration, cfg, wave)
         if wave > 0:
             # the runner numbers each wave's episodes from 0 again: a fresh seed keeps their draws apart
             policy.sampling = dataclasses.replace(policy.sampling, seed=derive_seed(cfg.trainer.seed, iteration, wave))
-        size = cfg.algo.group_size  # whole groups per rank: GRPO and RLOO need no statistics from other ranks
-        first, last = (size * g for g in distributed.shard_range(len(seeds) // size, rank, world))
-        offset = _OffsetPolicy(policy, first)  # the runner needs only act()
-        collector = collect_selfplay if cfg.env.selfplay else collect
-        played = collector(make_env, offset, seeds[first:last], groups[first:last],  # type: ignore[arg-type]
-                           cfg.rollout.concurrency, cfg.env.max_turns)
+        first, last = shards.episodes(len(seeds) // cfg.algo.group_size, cfg.algo.group_size)
+        policy.index_offset = first
+        if cfg.env.selfplay:
+            played = collect_selfplay(make_env, policy, seeds[first:last], groups[first:last],
+                                      cfg.rollout.concurrency, cfg.env.max_turns)
+        else:
+            played = collect(make_env, policy, seeds[first:last], groups[first:last], cfg.rollout.concurrency,
+                             cfg.env.max_turns, **run.env_limits)
         episodes += played
-        turns = sum(len(ep.turns) for ep in played)
-        counts.append(distributed.all_gather(turns) if world > 1 else [turns])
+        counts.append(shards.count_turns(sum(len(ep.turns) for ep in played if ep.error is None)))
         wave += 1
-    if not cfg.rollout.turns_per_iter:
-        return episodes, policy, steps, None
-    # every wave but the last is kept whole (fewer turns than asked for made another wave necessary)
-    before = sum(map(sum, counts[:-1])) + sum(counts[-1][:rank])
-    keep = sum(c[rank] for c in counts[:-1]) + min(max(cfg.rollout.turns_per_iter - before, 0), counts[-1][rank])
-    return episodes, policy, steps, keep
-
-
-def _bootstrap_values(cfg: TrainConfig, learner: Learner, episodes: list[Episode],
-                      encode: Callable[[Any], list[int]] | None) -> list[float]:
-    """Per episode, the critic's value of the state after its last turn: its final observation when a turn limit
-    cut it short, else 0 (also 0 when that prompt would not fit in ``model.max_model_len``)."""
-    out = [0.0] * len(episodes)
-    if encode is None:
-        return out
-    cut = {}
-    for i, ep in enumerate(episodes):
-        if ep.cut_short and ep.trajectory is not None and ep.trajectory.final_observation is not None:
-            prompt = encode(ep.trajectory.final_observation)
-            if 0 < len(prompt) <= cfg.model.max_model_len:
-                cut[i] = TurnSample(prompt, [], [], "stop")
-    if cut:
-        for i, value in zip(cut, learner.values(list(cut.values()))):
-            out[i] = value
-    return out
-
-
-def _advantages(cfg: TrainConfig, learner: Learner, episodes: list[Episode], keep: int | None = None,
-                sharded: bool = False, encode: Callable[[Any], list[int]] | None = None,
-                ) -> tuple[list[TurnSample], dict[str, Any], dict[str, float]]:
-    """The iteration's turns (the first ``keep``), the learner's inputs for them (advantages; for PPO also the
-    critic's values and the GAE targets) and metrics of the critic.
-
-    ``encode`` turns an observation into prompt ids; with it, PPO bootstraps episodes cut short by a turn limit
-    from the critic's value of their final observation.
-
-    ``sharded``: the episodes are this rank's share; ReBN's and PPO's batch statistics and the critic's
-    metrics are the global batch's (group estimators need none: a rank plays whole groups).
-    """
-    a = cfg.algo
-    reduce = distributed.all_reduce_moments if sharded else None
-    rewards = [ep.rewards for ep in episodes]
-    samples = [turn for ep in episodes for turn in ep.turns]
-    inputs: dict[str, Any] = {}
-    metrics: dict[str, float] = {}
-    if a.name == "ppo":
-        flat_values = learner.values(samples)
-        values, i = [], 0
-        for ep in episodes:
-            values.append(flat_values[i:i + len(ep.turns)])
-            i += len(ep.turns)
-        last = _bootstrap_values(cfg, learner, episodes, encode)
-        advantages = turn_advantages(rewards, [ep.group for ep in episodes], "ppo", a.gamma, a.normalize_std,
-                                     values=values, lam=a.gae_lambda, last_values=last, reduce=reduce)
-        _, targets = gae_turn_advantages(rewards, values, a.gamma, a.gae_lambda, last)
-        inputs["old_values"] = flat_values
-        inputs["value_targets"] = [x for ep in targets for x in ep]
-        all_values, all_targets = flat_values, inputs["value_targets"]
-        if sharded:
-            all_values = [v for share in distributed.all_gather(flat_values) for v in share]
-            all_targets = [v for share in distributed.all_gather(all_targets) for v in share]
-        metrics["value_mean"] = sum(all_values) / max(len(all_values), 1)
-        metrics["explained_variance"] = explained_variance(torch.tensor(all_values), torch.tensor(all_targets))
-    else:
-        advantages = turn_advantages(rewards, [ep.group for ep in episodes], a.name, a.gamma, a.normalize_std,
-                                     reduce=reduce)
-    inputs["advantages"] = [x for ep in advantages for x in ep]
-    if keep is not None:
-        samples = samples[:keep]
-        inputs = {k: v[:keep] for k, v in inputs.items()}
-    return samples, inputs, metrics
-
-
-def _scatter_turns(samples: list[TurnSample] | None, inputs: dict[str, Any] | None
-                   ) -> tuple[list[TurnSample], dict[str, Any]]:
-    """Rank 0's turns and learner inputs, cut into one contiguous share per rank; returns this rank's share
-    (the other ranks pass None)."""
-    shares = None
-    if samples is not None and inputs is not None:
-        world = distributed.world_size()
-        shares = []
-        for r in range(world):
-            first, last = distributed.shard_range(len(samples), r, world)
-            shares.append((samples[first:last], {k: v[first:last] for k, v in inputs.items()}))
-    return distributed.scatter(shares)
+    return _Rollout(episodes, policy, steps, shards.kept_turns(counts, cfg.rollout.turns_per_iter))
 
 
 def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tuple[float, float]], rollout_s: float,
-                update_s: float, epochs: int, sharded: bool = False) -> dict[str, float]:
+                update_s: float, epochs: int) -> dict[str, float]:
     """Tokens/s of rollout and training, and where the rollout's time went: generating, waiting on env steps
     (wall time in which some env steps and no generation ran), and the rest.
 
-    ``sharded``: the tokens are counted over all ranks (each rank's share of the batch); the times are this
-    rank's.
+    The tokens are counted over all ranks (each holds its share of the batch); the times are this rank's.
     """
     env_s = union_seconds(steps, minus=policy.generate_intervals)
-    tokens = {"generated": float(policy.generated_tokens),
-              "trained": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples if s.response_ids))}
-    if sharded:
-        tokens = distributed.all_sum(tokens)
+    tokens = distributed.all_sum({
+        "generated": float(policy.generated_tokens),
+        "trained": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples if s.response_ids)),
+    })
     return {
         "rollout_tok_s": tokens["generated"] / max(rollout_s, 1e-9),
         "train_tok_s": tokens["trained"] * epochs / max(update_s, 1e-9),
@@ -433,6 +316,13 @@ def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tup
         # templating, tokenising, the batcher's waits, the runner's bookkeeping
         "time_rollout_other_s": max(rollout_s - policy.generate_seconds - env_s, 0.0),
     }
+
+
+def _report_faults(iteration: int, rollout: _Rollout) -> None:
+    failed = [ep for ep in rollout.episodes if ep.error is not None]
+    if failed and distributed.is_main():
+        show(f"[train] | it {iteration:3d} | {len(failed)} of {len(rollout.episodes)} episodes failed and are not "
+             f"trained on; the first: {failed[0].error}")
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -467,23 +357,20 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     main = distributed.is_main()
     if main and checkpoint is not None:
         show(f"resuming from {checkpoint} at iteration {run.state['iteration']}")
-    # rollout=rank0: rank 0 collects and scatters the turns; every_rank: each rank plays and keeps its share
-    scatter = distributed.active() and t.distributed.rollout == "rank0"
-    sharded = distributed.active() and not scatter
-    collects = main or not scatter
-    share = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
     start_iteration = int(run.state.get("iteration", 0))
     if t.sft.episodes > 0 and not run.state.get("sft_done", False):
         _sft(run)
         if main:
             # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
             save_checkpoint(run.out, 0, run.model, run.tokenizer, None, run.record)
-    engine = run.engine() if collects else None
+    engine = run.engine() if run.shards.plays else None
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:
         if engine is not None and run.checkpoint is None and t.sft.episodes > 0:
             engine.load_weights(run.model.state_dict())  # the engine started from the pre-SFT folder
-        learner = run.learner()
+        algorithm = run.algorithm()
+        learner = run.learner(algorithm=algorithm)
+        algorithm.bind(learner)
         if run.checkpoint is not None:
             load_optimizer(run.checkpoint, learner.optimizer)
         logged = read_metrics(run.out / "metrics.jsonl") if main else []
@@ -493,29 +380,23 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             summary["first_eval"] = _evaluate(run, engine, start_iteration)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
-            samples: list[TurnSample] | None = None
-            inputs: dict[str, Any] | None = None
-            if collects:
-                episodes, policy, steps, keep = _collect_iteration(run, engine, iteration, share)
-                t1 = time.perf_counter()
-                samples, inputs, critic_metrics = _advantages(cfg, learner, episodes, keep, sharded, run.encode)
-            mine, my_inputs = _scatter_turns(samples, inputs) if scatter else (samples, inputs)
-            update = learner.update(mine, seed=derive_seed(cfg.trainer.seed, iteration, 1), **my_inputs)
+            rollout = _collect_iteration(run, engine, iteration)
+            t1 = time.perf_counter()
+            _report_faults(iteration, rollout)
+            batch: Batch = run.shards.learner_share(algorithm.prepare(rollout.intact, rollout.keep))
+            update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
             if engine is not None:
                 engine.load_weights(learner.state_dict())
             t3 = time.perf_counter()
-            if collects:
-                # with sharded rollouts the ranks add up their counts: the record describes the global batch
-                counts = {"turns_trained": float(len(samples))}
-                summary["last_train"] = run.log.write(
-                    "train", iteration=iteration,
-                    **episode_metrics(episodes, reduce=distributed.all_sum if sharded else None),
-                    **update, **critic_metrics,
-                    **_throughput(samples, policy, steps, t1 - t0, t2 - t1, cfg.algo.epochs, sharded),
-                    **(distributed.all_sum(counts) if sharded else counts),
-                    rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2, generate_calls=policy.generate_calls,
-                )
+            # the ranks add up their counts: the record describes the global batch
+            summary["last_train"] = run.log.write(
+                "train", iteration=iteration, **episode_metrics(rollout.episodes, reduce=distributed.all_sum),
+                **update, **batch.metrics,
+                **_throughput(batch.samples, rollout.policy, rollout.steps, t1 - t0, t2 - t1, cfg.algo.epochs),
+                **distributed.all_sum({"turns_trained": float(len(batch.samples))}),
+                rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2, generate_calls=rollout.policy.generate_calls,
+            )
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)
             if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
