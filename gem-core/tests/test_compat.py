@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gem
 from gem import compat
@@ -198,6 +201,37 @@ def test_reference_parsing_helpers():
     assert extract_last_tagged_answer("<answer> x </answer><answer>y</answer>") == "y"
     assert extract_code_from_model("```python\nprint(1)\n```\ntext\n```\nprint(2)\n```") == "print(2)"
     assert extract_code_from_model("```" * 10_000) is None  # linear in the fences
+
+
+_PIECES = ["\\boxed", "\\boxed{", "{", "}", "\\fbox{", "<answer>", "</answer>", "x", " ", "\n", "```", "```py\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_reference_parsing_helpers_read_odd_inputs_as_the_reference(text):
+    # the reference's readings, written from its documented grammar: the last regex match of
+    # <answer>(.*?)</answer>; the last \boxed only, which must open a brace that balances
+    from gem.utils.parsing import extract_last_boxed_answer, extract_last_tagged_answer
+
+    tags = re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)
+    assert extract_last_tagged_answer(text) == (tags[-1].strip() if tags else None)
+    start = text.rfind("\\boxed")
+    expected = None
+    if start >= 0 and text.startswith("\\boxed{", start):
+        depth = 0
+        for i in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if text[i] == "}" and depth == 0:
+                expected = text[start + len("\\boxed{") : i]
+                break
+    assert extract_last_boxed_answer(text) == expected
+
+
+def test_the_reference_parsing_helpers_are_linear_on_hostile_text():
+    from gem.utils.parsing import extract_last_boxed_answer, extract_last_tagged_answer
+
+    assert extract_last_tagged_answer("<answer>" * 100_000) is None
+    assert extract_last_boxed_answer("\\boxed{" + "{" * 100_000) is None
 
 
 def test_reference_constants_and_seeding():
