@@ -48,13 +48,14 @@ def test_seeds_make_runs_reproducible(count_registry):
 
 
 def test_a_slow_episode_does_not_hold_back_the_others():
-    finished: list[tuple[int, float]] = []
-    start = time.perf_counter()
+    finished: list[int] = []
+    others_done = asyncio.Event()
 
     async def act(observation):
-        # episode 0's policy is slow on every turn; the others answer at once
+        # episode 0's policy waits on its first turn until every other episode has ended: with a
+        # lockstep barrier between episodes they never would, and the wait gives up
         if "slow" in observation:
-            await asyncio.sleep(0.3)
+            await asyncio.wait_for(others_done.wait(), 60)
         return "\\boxed{0}"
 
     class Tagged(CountEnv):
@@ -71,15 +72,13 @@ def test_a_slow_episode_does_not_hold_back_the_others():
             return super().areset(seed, **kwargs)
 
     def record(traj):
-        finished.append((traj.seed, time.perf_counter() - start))
+        finished.append(traj.seed)
+        if len(finished) == 4:
+            others_done.set()
 
     trajs = run(lambda: Tagged(max_turns=4), act, seeds=range(5), concurrency=5, on_trajectory=record)
-    assert all(len(t) == 4 for t in trajs)
-    order = [seed for seed, _ in finished]
-    assert order[-1] == 0, "the slow episode should finish last"
-    # the fast episodes finished while the slow one was still on its first turn
-    slow_end = dict(finished)[0]
-    assert all(at < slow_end / 2 for seed, at in finished if seed != 0)
+    assert all(len(t) == 4 and t.error is None for t in trajs)
+    assert finished[-1] == 0, "the slow episode should finish last"
 
 
 def test_policy_errors_are_recorded_or_raised(count_registry):
@@ -309,7 +308,7 @@ def test_an_async_step_that_never_returns_and_a_slow_episode_time_out():
 
     trajs = run(lambda: CountEnv(high=10**6, max_turns=100), slow, seeds=[0], episode_timeout=0.5,
                 on_error="record")
-    assert trajs[0].error.startswith("EpisodeTimeoutError") and 1 <= len(trajs[0]) <= 3
+    assert trajs[0].error.startswith("EpisodeTimeoutError") and not trajs[0].done
 
 
 def test_an_error_under_raise_stops_the_other_episodes():
@@ -341,11 +340,3 @@ def test_cpu_bound_envs_can_live_in_worker_processes(count_registry):
     assert all(tr.env_id == "test:Busy-v0" for tr in in_processes)
 
 
-def test_a_worker_process_that_dies_ends_only_its_episodes(count_registry):
-    async def act(observation, context):
-        return "die" if context.index == 0 else "\\boxed{1}"
-
-    trajs = run("test:Faulty-v0", act, seeds=range(4), concurrency=2, processes=2, on_error="record")
-    assert "WorkerDied" in trajs[0].error
-    assert all(t.error is None or "EpisodeLost" in t.error for t in trajs[1:])
-    assert sum(t.error is None for t in trajs[1:]) >= 2

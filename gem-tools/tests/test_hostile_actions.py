@@ -38,6 +38,15 @@ def test_deeply_nested_json_is_not_a_call_and_never_raises(tools, action):
         obs, reward, terminated, _, info = env.step(action)
         # not a tool call: the env grades it (a format error here)
         assert (obs, reward, terminated, info["use_tool"]) == ("format error", -0.1, True, False)
+        assert info["format_error"] is True
+
+
+def test_a_tool_call_is_no_format_error(tools):
+    env = ToolEnvWrapper(SumEnv(), tools)
+    env.reset(seed=0)
+    obs, reward, terminated, _, info = env.step("<python>print(6 * 7)</python>")
+    assert (info["use_tool"], info["format_error"], terminated) == (True, False, False), obs
+    assert env.step("no answer")[4]["format_error"] is True
 
 
 def test_the_caps_are_limits_not_a_change_of_format():

@@ -22,7 +22,7 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -48,13 +48,28 @@ class ThreadPool:
     :meth:`abandon` gives up on one, and the pool may start one more thread so that a
     stuck call costs a thread, never the run's concurrency. The threads are daemons, so
     a stuck one does not keep the interpreter from exiting.
+
+    Results go back to an event loop (:meth:`run`), to a future (:meth:`submit`), or, for
+    a caller without a loop, in batches to ``deliver`` (:meth:`post`; a worker process
+    answering its runner). Either way, with ``busy`` calls in flight the results are
+    collected every ``TICK`` seconds (by the loop, or by a ticker thread for ``deliver``)
+    instead of each waking the receiver.
     """
 
-    def __init__(self, threads: int, name: str = "gem-runner") -> None:
+    def __init__(self, threads: int, name: str = "gem-runner", busy: int = BUSY,
+                 deliver: Callable[[list[tuple[Any, Any]]], None] | None = None) -> None:
         if threads < 1:
             raise ValueError(f"a thread pool needs at least one thread, got {threads}")
         self.threads = threads
         self.name = name
+        #: with this many calls in flight results are collected on the timer (see :data:`BUSY`)
+        self.busy = busy
+        #: what :meth:`post` hands its results to: ``[(tag, result), ...]``
+        self.deliver = deliver
+        self._posted: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._posting = threading.Lock()  # held by the thread handing a batch to deliver
+        self._post_ticking = threading.Event()
+        self._post_ticker: threading.Thread | None = None
         self.abandoned = 0
         self._queue: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -70,8 +85,10 @@ class ThreadPool:
         self._deliver_context = contextvars.Context()
         self._threads: list[threading.Thread] = []
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` in this pool (with the caller's context variables)."""
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+        """Run ``fn(*args, **kwargs)`` in this pool (with the caller's context variables):
+        ``await pool.run(...)``. The call is queued at once; the future settles on the
+        running loop (call this from the loop's thread)."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             if self._loop is not None and not self._loop.is_closed():
@@ -79,10 +96,10 @@ class ThreadPool:
             self._loop = loop
         future = loop.create_future()
         self._put(future, fn, args, kwargs)
-        if not self._ticking and self._outstanding >= BUSY:
+        if not self._ticking and self._outstanding >= self.busy:
             self._ticking = True
             loop.call_later(TICK, self._tick, context=self._deliver_context)
-        return await future
+        return future
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
         """Run ``fn(*args, **kwargs)`` in this pool; for callers without an event loop."""
@@ -90,16 +107,65 @@ class ThreadPool:
         self._put(future, fn, args, kwargs)
         return future
 
+    def post(self, fn: Callable[[Any], Any], items: Sequence[tuple[Any, Any]]) -> None:
+        """Run ``fn(arg)`` for each ``(tag, arg)`` of ``items`` in this pool and hand
+        ``(tag, result)`` to ``deliver``, in one batch with the results that finish about the
+        same time (``fn`` runs without the caller's context variables; what it raises is
+        handed over as its result)."""
+        if self.deliver is None:
+            raise RuntimeError("ThreadPool.post needs a pool made with deliver=")
+        if self._closed:
+            raise RuntimeError("this thread pool is closed")
+        with self._lock:  # once for the batch: the pool's threads take this lock after every call
+            self._outstanding += len(items)
+        for tag, arg in items:
+            self._queue.put((tag, _POSTED, fn, arg, None))
+        while self._outstanding > self._started and self._started < self.threads + self.abandoned:
+            if not self._grow():
+                break
+        if self._outstanding >= self.busy and not self._post_ticking.is_set():
+            if self._post_ticker is None:
+                self._post_ticker = threading.Thread(target=self._tick_posted, name=f"{self.name}-ticker",
+                                                     daemon=True)
+                self._post_ticker.start()
+            self._post_ticking.set()
+
+    def _hand_over(self) -> None:
+        # whoever holds the lock hands over everything finished so far; a result appended while
+        # it does is picked up by its next round (it checks again after releasing)
+        while self._posted and self._posting.acquire(blocking=False):
+            try:
+                batch = []
+                while self._posted:
+                    batch.append(self._posted.popleft())
+                self.deliver(batch)
+            finally:
+                self._posting.release()
+
+    def _tick_posted(self) -> None:
+        """:meth:`_tick` for :meth:`post`: hand results over every ``TICK`` seconds while at
+        least ``busy // 2`` calls are in flight."""
+        while not self._closed:
+            self._post_ticking.wait()
+            while self._outstanding >= self.busy // 2 and not self._closed:
+                time.sleep(TICK)
+                self._hand_over()
+            # a worker checks the flag after appending its result: one that saw it set appended
+            # before this line and is handed over just below; one that sees it cleared hands over
+            self._post_ticking.clear()
+            self._hand_over()
+
     def _put(self, future: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
         if self._closed:
             raise RuntimeError("this thread pool is closed")
         with self._lock:
             self._outstanding += 1
         self._queue.put((future, contextvars.copy_context(), fn, args, kwargs))
-        if self._started < self.threads + self.abandoned:  # else every thread runs already
+        # unlocked, a hint (_grow decides under the lock): most calls find a thread idle
+        if self._outstanding > self._started and self._started < self.threads + self.abandoned:
             self._grow()
 
-    def _grow(self) -> None:
+    def _grow(self) -> bool:
         """Start a thread if a call is waiting for one and the pool is below its size."""
         with self._lock:
             start = self._outstanding > self._started and self._started < self.threads + self.abandoned
@@ -109,25 +175,35 @@ class ThreadPool:
             thread = threading.Thread(target=self._work, name=f"{self.name}-{self._started}", daemon=True)
             self._threads.append(thread)
             thread.start()
+        return start
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             future, context, fn, args, kwargs = item
-            try:
-                outcome = (future, True, context.run(fn, *args, **kwargs))
-            except BaseException as exc:  # handed to the waiting caller, which re-raises it
-                outcome = (future, False, exc)
-            if isinstance(future, concurrent.futures.Future):
-                _settle(*outcome)
+            if context is _POSTED:  # post(): future is the tag, args the argument
+                try:
+                    value = fn(args)
+                except BaseException as exc:  # handed over as the result
+                    value = exc
+                self._posted.append((future, value))
+                if not self._post_ticking.is_set():
+                    self._hand_over()
             else:
-                self._done.append(outcome)
-                # one wake-up of the loop for all results that finish while it is busy
-                if not self._wake_pending and not self._ticking:
-                    self._wake_pending = True
-                    try:
-                        self._loop.call_soon_threadsafe(self._deliver, context=self._deliver_context)
-                    except RuntimeError:  # the loop is closed: nobody is waiting any more
-                        pass
+                try:
+                    outcome = (future, True, context.run(fn, *args, **kwargs))
+                except BaseException as exc:  # handed to the waiting caller, which re-raises it
+                    outcome = (future, False, exc)
+                if isinstance(future, concurrent.futures.Future):
+                    _settle(*outcome)
+                else:
+                    self._done.append(outcome)
+                    # one wake-up of the loop for all results that finish while it is busy
+                    if not self._wake_pending and not self._ticking:
+                        self._wake_pending = True
+                        try:
+                            self._loop.call_soon_threadsafe(self._deliver, context=self._deliver_context)
+                        except RuntimeError:  # the loop is closed: nobody is waiting any more
+                            pass
             # only now is this thread free (handing the result back may give up the GIL and
             # wait for it behind the others); a call submitted meanwhile is owed a thread
             with self._lock:
@@ -139,9 +215,9 @@ class ThreadPool:
             _settle(*self._done.popleft())
 
     def _tick(self) -> None:
-        """Collect results every ``TICK`` seconds while at least ``BUSY // 2`` calls are in flight."""
+        """Collect results every ``TICK`` seconds while at least ``busy // 2`` calls are in flight."""
         self._deliver()
-        if self._outstanding >= BUSY // 2 and not self._closed:
+        if self._outstanding >= self.busy // 2 and not self._closed:
             self._loop.call_later(TICK, self._tick, context=self._deliver_context)
             return
         # a worker checks the flag after appending its result: one that saw it set appended
@@ -171,6 +247,7 @@ class ThreadPool:
             self._closed = True
             for _ in range(self._started):
                 self._queue.put(None)
+            self._post_ticking.set()  # its ticker, if any, sees the pool closed and ends
             deadline = time.monotonic() + wait
             for thread in self._threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
@@ -180,6 +257,10 @@ class ThreadPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+#: what stands in a queued call's context for a :meth:`ThreadPool.post` call
+_POSTED = object()
 
 
 def _settle(future: asyncio.Future | concurrent.futures.Future, ok: bool, value: Any) -> None:

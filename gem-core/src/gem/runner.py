@@ -21,14 +21,16 @@ import time
 import types
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from gem.core import Env
 from gem.errors import EpisodeTimeoutError, StepTimeoutError
 from gem.executor import ThreadPool
+from gem.host.threads import Lease, ThreadHost
 from gem.runner_processes import ProcessEnv, ProcessEnvs
 
 Policy = Callable[[Any], Awaitable[str] | str]
+T = TypeVar("T")
 
 
 @dataclass
@@ -166,16 +168,6 @@ def _young_generation(threshold: int | None) -> Iterator[None]:
                 gc.set_threshold(*first)
 
 
-class _Episode:
-    """What one running episode holds that its timeout must know about."""
-
-    __slots__ = ("env", "env_busy")
-
-    def __init__(self) -> None:
-        self.env: Env | None = None
-        self.env_busy = False  # inside reset/step: after a timeout the env cannot be reused
-
-
 async def run_episodes(
     env: str | Env | Callable[[], Env],
     policy: Any,
@@ -219,7 +211,8 @@ async def run_episodes(
     ``error`` ``"StepTimeoutError: ..."`` / ``"EpisodeTimeoutError: ..."`` (raised with
     ``on_error="raise"``). An env caught inside a call that overran is dropped and a fresh
     one is built for later episodes; a thread stuck in a sync ``step`` cannot be killed,
-    so it runs on in the background (a daemon thread) and the pool starts another.
+    so it runs on in the background (a daemon thread) and the pool starts another
+    (:mod:`gem.host.threads`).
 
     While the run is in progress the garbage collector's first-generation threshold is
     at least ``gc_threshold`` (see :data:`GC_THRESHOLD`; ``None`` leaves it alone); it is
@@ -230,23 +223,13 @@ async def run_episodes(
     per-episode state. A policy may return ``(action, info)``: the dict is kept as the
     turn's ``policy_info`` (e.g. prompt and response token ids, sampler logprobs).
     """
-    if on_error not in ("raise", "record"):
-        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
-    seed_list = list(seeds) if seeds is not None else [None] * (num_episodes if num_episodes is not None else 1)
-    if num_episodes is not None and seeds is not None and num_episodes != len(seed_list):
-        raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
-        if value is not None and value <= 0:
-            raise ValueError(f"{name} must be > 0 seconds, got {value}")
+    seed_list = episode_seeds(num_episodes, seeds, concurrency, on_error, step_timeout=step_timeout,
+                              episode_timeout=episode_timeout)
     make_env = _env_factory(env, wrappers, tokenizer)
     act, wants_context = _policy_fn(policy)
-    idle: list[Env] = []  # envs between episodes, reused by the next one
-    created: list[Env] = []
-    abandoned: set[int] = set()  # ids of envs left inside a call that overran
     semaphore = asyncio.Semaphore(concurrency)
     pool = ThreadPool(threads or concurrency + max(4, concurrency // 4))
+    host = ThreadHost(pool, step_timeout)
     remote: ProcessEnvs | None = None
     if processes is not None:
         if processes < 1:
@@ -254,37 +237,11 @@ async def run_episodes(
         remote = ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
         make_env = functools.partial(ProcessEnv, remote)
 
-    async def env_call(state: _Episode, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        # env_busy stays set when the call did not end (a step timeout, or the episode
-        # cancelled by its timeout): a thread may still be inside the env, never reuse it
-        state.env_busy = True
-        try:
-            if step_timeout is None or remote is not None:  # worker processes enforce their own timeout
-                result = await fn(*args)
-            else:
-                result = await asyncio.wait_for(fn(*args), step_timeout)
-        except asyncio.TimeoutError:
-            raise StepTimeoutError(f"env {fn.__name__.lstrip('a')} did not return within {step_timeout} s") from None
-        except Exception:  # the env raised: its call is over
-            state.env_busy = False
-            raise
-        state.env_busy = False
-        return result
-
-    async def play(index: int, seed: int | None, traj: Trajectory, state: _Episode) -> None:
-        if idle:
-            state.env = idle.pop()
-        else:
-            state.env_busy = True  # a constructor that hangs is as stuck as a step that hangs
-            state.env = await pool.run(make_env)
-            state.env_busy = False
-            created.append(state.env)
-        env_ = state.env
+    async def play(index: int, seed: int | None, traj: Trajectory, lease: Lease) -> None:
+        env_ = await host.lease(lease, make_env)
         traj.env_id = getattr(env_, "env_id", None)
-        obs, traj.initial_info = await env_call(state, env_.areset, seed)
-        # an env whose astep is the base class's thread hop steps in this run's pool directly:
-        # two coroutine layers fewer on every step (native astep, wrappers, timeouts: as written)
-        direct = step_timeout is None and type(env_).astep is Env.astep
+        obs, traj.initial_info = await host.bind(lease, "reset", remote is not None)(seed)
+        step = host.bind(lease, "step", remote is not None)
         while max_turns is None or len(traj.turns) < max_turns:
             t0 = time.perf_counter()
             # the policy is called here, not through a wrapper coroutine: this is every step's path
@@ -298,18 +255,7 @@ async def run_episodes(
             if isinstance(action, tuple):
                 action, policy_info = action
             t1 = time.perf_counter()
-            if direct:  # as env_call does
-                state.env_busy = True
-                try:
-                    next_obs, reward, terminated, truncated, info = await pool.run(env_.step, action)
-                except Exception:
-                    state.env_busy = False
-                    raise
-                state.env_busy = False
-            elif remote is not None:  # a worker process's env (its worker enforces step_timeout)
-                next_obs, reward, terminated, truncated, info = await env_.worker.call(env_.index, "step", (action,))
-            else:
-                next_obs, reward, terminated, truncated, info = await env_call(state, env_.astep, action)
+            next_obs, reward, terminated, truncated, info = await step(action)
             t2 = time.perf_counter()
             if max_turns is not None and len(traj.turns) + 1 >= max_turns and not terminated:
                 truncated = True
@@ -323,30 +269,18 @@ async def run_episodes(
     async def episode(index: int, seed: int | None) -> Trajectory:
         async with semaphore:
             traj = Trajectory(None, seed, index)
-            state = _Episode()
+            lease = Lease()
             start = time.perf_counter()
             try:
-                if episode_timeout is None:
-                    await play(index, seed, traj, state)
-                else:
-                    try:
-                        await asyncio.wait_for(play(index, seed, traj, state), episode_timeout)
-                    except StepTimeoutError:
-                        raise
-                    except asyncio.TimeoutError:
-                        raise EpisodeTimeoutError(f"episode did not finish within {episode_timeout} s") from None
+                playing = play(index, seed, traj, lease)
+                await (playing if episode_timeout is None else within(episode_timeout, playing))
             except Exception as exc:
                 if on_error == "raise":
                     raise
                 traj.error = f"{type(exc).__name__}: {exc}"
             finally:
                 traj.seconds = time.perf_counter() - start
-                if state.env_busy and not isinstance(state.env, ProcessEnv):  # stuck in a call: never reuse it
-                    pool.abandon()
-                    if state.env is not None:
-                        abandoned.add(id(state.env))
-                elif state.env is not None:
-                    idle.append(state.env)
+                host.release(lease)
             if on_trajectory is not None:
                 on_trajectory(traj)
             return traj
@@ -360,12 +294,39 @@ async def run_episodes(
         for task in tasks:  # after an error (on_error="raise") the other episodes stop too
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        pool.close()
+        host.close()
         if remote is not None:
             remote.close()
-        for made in created:
-            if id(made) not in abandoned:
-                made.close()
+
+
+def episode_seeds(num_episodes: int | None, seeds: Iterable[int | None] | None, concurrency: int,
+                  on_error: str, **timeouts: float | None) -> list[int | None]:
+    """The reset seed of each episode of a run (``None``: the env's own stream), checking the
+    arguments every runner takes (``timeouts``: by name, in seconds)."""
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
+    seed_list = list(seeds) if seeds is not None else [None] * (num_episodes if num_episodes is not None else 1)
+    if num_episodes is not None and seeds is not None and num_episodes != len(seed_list):
+        raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    for name, value in timeouts.items():
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0 seconds, got {value}")
+    return seed_list
+
+
+async def within(seconds: float | None, episode: Awaitable[T]) -> T:
+    """Await ``episode``, raising :class:`~gem.errors.EpisodeTimeoutError` after ``seconds``
+    (``None``: no limit); a step timeout inside it stays a step timeout."""
+    if seconds is None:
+        return await episode
+    try:
+        return await asyncio.wait_for(episode, seconds)
+    except StepTimeoutError:
+        raise
+    except asyncio.TimeoutError:
+        raise EpisodeTimeoutError(f"episode did not finish within {seconds} s") from None
 
 
 def run(env: str | Env | Callable[[], Env], policy: Any, num_episodes: int | None = None, **kwargs: Any

@@ -1,43 +1,43 @@
 """Worker processes for ``gem.runner.run_episodes(..., processes=N)``.
 
 Each worker process holds its share of the run's envs and runs every call it is sent in
-a thread of its own (:class:`_Server`), answering each call the moment it returns: no
-batch waits for its slowest call, so envs whose steps block (a sandboxed test run, a tool
-call) overlap inside a worker as they do in the runner's own threads, and CPU-bound envs
-spread over the cores. With hundreds of blocking envs this also takes their threads off
-the event loop's interpreter lock: each worker's threads contend only among themselves
-(``bench/bench_runner.py``).
+a :class:`~gem.executor.ThreadPool` of its own (:class:`_Server`), answering each call the
+moment it returns: no batch waits for its slowest call, so envs whose steps block (a
+sandboxed test run, a tool call) overlap inside a worker as they do in the runner's own
+threads, and CPU-bound envs spread over the cores. With hundreds of blocking envs this also
+takes their threads off the event loop's interpreter lock: each worker's threads contend
+only among themselves (``bench/bench_runner.py``).
 
 One env's calls run in order (a call waits for the env's previous one, e.g. a step its
 episode stopped waiting for). A worker that dies, or holds a call past ``step_timeout``
 (it is killed: a thread cannot be), is restarted with fresh envs: the calls it was
-running fail (``WorkerDied`` / ``StepTimeoutError``), and its other envs lost their
-episodes and say so on their next step (``EpisodeLost``); a reset starts on a fresh env.
+running fail (:data:`~gem.host.failures.WORKER_DIED` / ``StepTimeoutError``), and its other
+envs lost their episodes and say so on their next step
+(:data:`~gem.host.failures.EPISODE_LOST`); a reset starts on a fresh env.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import gc
 import itertools
 import multiprocessing as mp
 import pickle
-import queue
 import socket
 import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from gem.core import Env
 from gem.errors import StepTimeoutError, VectorEnvError
 from gem.executor import ThreadPool
-from gem.vector.base import Call
-from gem.vector.local import run_call
+from gem.host.calls import Call, run_call
+from gem.host.failures import Failure, episode_lost, timed_out, worker_died
 from gem.vector.process import default_start_method
-from gem.vector.slot import AutoresetMode, Failure, Slot
+from gem.vector.slot import AutoresetMode, Slot
 
 _HEADER = struct.Struct("!Q")
 
@@ -94,10 +94,10 @@ class _Channel:
 
 #: how long a worker that is being closed may take to close its envs
 CLOSE_WAIT = 5.0
-#: with this many calls in flight a worker sends its answers every ``TICK`` seconds, all
-#: that finished since the last message in one; with fewer, each as it finishes
+#: with this many calls in flight a worker sends its answers every ``TICK`` seconds
+#: (:mod:`gem.executor`), all that finished since the last message in one (each message wakes
+#: the runner's event loop, which serves every worker); with fewer, each as it finishes
 BUSY = 16
-TICK = 0.0005
 
 
 def _serve(sock: socket.socket, make_env: Callable[[], Env], indices: list[int]) -> None:
@@ -122,76 +122,39 @@ def _serve(sock: socket.socket, make_env: Callable[[], Env], indices: list[int])
 
 
 class _Server:
-    """Runs each call received in a thread (one per call in flight, started as needed, so a
-    call never waits for another env's) and sends the answers back."""
+    """Runs each call received in a thread of a :class:`~gem.executor.ThreadPool` (enough
+    for every call in flight, so a call never waits for another env's) and sends the
+    answers back as the pool hands them over."""
 
     def __init__(self, conn: _Channel, slots: dict[int, Slot]) -> None:
         self.conn = conn
         self.slots = slots
         self.locks = {index: threading.Lock() for index in slots}  # one call at a time per env
-        self.calls: queue.SimpleQueue[tuple[int, Call] | None] = queue.SimpleQueue()
-        self.done: collections.deque[tuple[int, Any]] = collections.deque()
-        self.send_lock = threading.Lock()
-        self.count_lock = threading.Lock()
-        self.busy = 0  # calls received and not yet answered
-        self.threads = 0
-        self.ticking = threading.Event()  # set while the ticker sends the answers (many calls in flight)
+        # a call waiting for its env's previous one (a step its episode gave up on) holds a thread
+        self.pool = ThreadPool(4 * len(slots) + 16, name="gem-worker", busy=BUSY, deliver=self._send)
 
     def serve(self) -> None:
-        threading.Thread(target=self._ticker, name="gem-worker-ticker", daemon=True).start()
-        while True:
-            kind, payload = self.conn.recv()
-            if kind == "close":
-                break
-            with self.count_lock:
-                self.busy += len(payload)
-                start = self.busy - self.threads
-                self.threads += max(0, start)
-            for _ in range(start):
-                threading.Thread(target=self._work, name=f"gem-worker-{self.threads}", daemon=True).start()
-            if self.busy >= BUSY and not self.ticking.is_set():
-                self.ticking.set()
-            for item in payload:
-                self.calls.put(item)
-        for _ in range(self.threads):
-            self.calls.put(None)
+        try:
+            while True:
+                kind, payload = self.conn.recv()
+                if kind == "close":
+                    return
+                self.pool.post(self._run, payload)
+        finally:
+            self.pool.close(wait=0)
 
-    def _work(self) -> None:
-        while (item := self.calls.get()) is not None:
-            call_id, call = item
-            with self.locks[call[0]]:
-                try:
-                    result = run_call(self.slots[call[0]], call)
-                except BaseException as exc:  # SystemExit and the like: an answer all the same
-                    result = Failure.from_exc(call[0], self.slots[call[0]].env_id, exc)
-            self.done.append((call_id, result))
-            with self.count_lock:
-                self.busy -= 1
-            if not self.ticking.is_set():
-                self._flush()
-
-    def _flush(self) -> None:
-        # whoever holds the lock sends everything finished so far; a result appended while it
-        # sends is picked up by its next round (it checks again after releasing)
-        while self.done and self.send_lock.acquire(blocking=False):
+    def _run(self, call: Call) -> Any:
+        with self.locks[call[0]]:
             try:
-                batch = []
-                while self.done:
-                    batch.append(self.done.popleft())
-                self.conn.send(("results", batch))
-            finally:
-                self.send_lock.release()
+                return run_call(self.slots[call[0]], call)
+            except BaseException as exc:  # SystemExit and the like: an answer all the same
+                return Failure.from_exc(call[0], self.slots[call[0]].env_id, exc)
 
-    def _ticker(self) -> None:
-        # with many calls in flight one message every TICK carries all the answers since the
-        # last (each message wakes the runner's event loop, which serves every worker)
-        while True:
-            self.ticking.wait()
-            while self.busy >= BUSY // 2:
-                time.sleep(TICK)
-                self._flush()
-            self.ticking.clear()
-            self._flush()
+    def _send(self, batch: list[tuple[int, Any]]) -> None:
+        try:
+            self.conn.send(("results", batch))
+        except OSError:  # the runner went away: the serving loop hears so
+            pass
 
 
 class _Worker:
@@ -287,7 +250,7 @@ class _Worker:
             self.starting = None
 
     def _lost_error(self, index: int, reason: str) -> VectorEnvError:
-        failure = Failure(index, self.env_ids.get(index), "EpisodeLost", reason, "")
+        failure = episode_lost(index, self.env_ids.get(index), reason)
         return VectorEnvError(failure.describe(), index, failure.env_id)
 
     def _died(self) -> None:
@@ -298,9 +261,9 @@ class _Worker:
         reason = f"its worker process died (exit code {code}); it was restarted with fresh envs"
         culprits: dict[int, BaseException] = {}
         for call_id, (_, call) in self.futures.items():  # which of them killed it cannot be known
-            failure = Failure(call[0], self.env_ids.get(call[0]), "WorkerDied",
-                              f"the worker process running this {call[1]} died (exit code {code}); it was "
-                              "restarted with a fresh env", "")
+            failure = worker_died(call[0], self.env_ids.get(call[0]),
+                                  f"the worker process running this {call[1]} died (exit code {code}); it was "
+                                  "restarted with a fresh env")
             culprits[call_id] = VectorEnvError(failure.describe(), call[0], failure.env_id)
         self._restart(reason, culprits)
 
@@ -310,12 +273,13 @@ class _Worker:
         _, call = self.futures[call_id]
         reason = (f"env {call[0]}'s {call[1]} in the same worker process hung past step_timeout="
                   f"{self.owner.step_timeout} s; the worker was restarted with fresh envs")
-        error = StepTimeoutError(f"env {call[1]} did not return within {self.owner.step_timeout} s; its worker "
-                                 "process was killed and restarted")
+        failure = timed_out(call[0], self.env_ids.get(call[0]), call[1], self.owner.step_timeout,
+                            "its worker process was killed and restarted")
+        error = StepTimeoutError(f"env {failure.message}")
         self._restart(reason, {call_id: error})
 
     # -- calls ------------------------------------------------------------------------------
-    async def call(self, index: int, method: str, args: tuple) -> Any:
+    async def call(self, index: int, method: str, *args: Any) -> Any:
         while self.starting is not None:
             await asyncio.shield(self.starting)
         if self.lost and index in self.lost:
@@ -424,12 +388,11 @@ class ProcessEnv:
     def __init__(self, envs: ProcessEnvs) -> None:
         self.worker, self.index = envs.free.popleft()
         self.env_id = envs.env_id
+        #: ``await astep(action)``: the worker's call itself, no coroutine around it (every step's path)
+        self.astep: Callable[[str], Any] = functools.partial(self.worker.call, self.index, "step")
 
     async def areset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
-        return await self.worker.call(self.index, "reset", (seed, {}))
-
-    async def astep(self, action: str) -> Any:
-        return await self.worker.call(self.index, "step", (action,))
+        return await self.worker.call(self.index, "reset", seed, {})
 
     def close(self) -> None:
         """The slot's env closes with the others, in :meth:`ProcessEnvs.close`."""

@@ -38,6 +38,13 @@ what else is in flight:
   not the seconds of a fresh interpreter importing sympy. :class:`_Template` is the one
   place workers are started.
 
+Deadlines, restarts and losses are named as in gem-core's env host (:mod:`gem.host`): a
+job past its deadline is a step timeout (status :data:`TIMEOUT`, the host's
+``StepTimeout``), a job whose worker died a worker death (:data:`CRASHED`, the host's
+``WorkerDied``); every killed worker is restarted (:attr:`GradingPool.restarts`), and an
+evicted job is restarted from scratch, never lost. :attr:`Outcome.failure` gives the host's
+name of a failed job.
+
 Callers never hold a thread per job: one scheduler thread owns every worker;
 :meth:`GradingPool.call` waits on an event and :meth:`GradingPool.acall` on an asyncio
 future. :func:`shared_pool` returns the pool of the current process for a kind of job
@@ -66,6 +73,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from gem.host.failures import STEP_TIMEOUT, WORKER_DIED
 
 #: default CPU seconds one job may use before it is scored "timeout"
 DEFAULT_TIMEOUT = 5.0
@@ -97,6 +106,14 @@ _TEARDOWN_S = 1.0
 _START_TIMEOUT = 120.0
 _READY = b"ready"
 _EQUIVALENT = "gem_envs_math.verify:is_equivalent"
+#: the status of a job that spent its deadline (CPU budget) or slept as long, and was killed
+TIMEOUT = "timeout"
+#: the status of a job whose worker died, or whose pool closed under it
+CRASHED = "crashed"
+#: the status of a job whose worker alone went over the pool's memory budget, and was killed
+MEMORY = "memory"
+#: a failed job's status -> the env host's name for that failure
+_HOST_NAMES = {TIMEOUT: STEP_TIMEOUT, CRASHED: WORKER_DIED}
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -115,6 +132,11 @@ class Outcome:
     value: Any
     status: str
     seconds: float
+
+    @property
+    def failure(self) -> str | None:
+        """The env host's name of this job's failure (``StepTimeout``, ``WorkerDied``), if it is one."""
+        return _HOST_NAMES.get(self.status)
 
 
 @dataclass(frozen=True)
@@ -619,7 +641,7 @@ class GradingPool:
     def _expire(self) -> None:
         for job in [j for j in self._running if max(j.spent, j.blocked) >= j.budget]:
             self._discard(job.worker)  # type: ignore[arg-type]
-            self._finish(job, "timeout")
+            self._finish(job, TIMEOUT)
 
     def _enforce_memory(self, headroom: int = 0) -> None:
         """Bring the workers' summed RSS within the budget, less ``headroom``: idle spares
@@ -637,7 +659,7 @@ class GradingPool:
             assert job.worker is not None
             if job.worker.rss > self._budget:
                 self._discard(job.worker)
-                self._finish(job, "memory")
+                self._finish(job, MEMORY)
             else:
                 self._evict(job, need_rss=job.worker.rss)
 
@@ -649,7 +671,7 @@ class GradingPool:
             ok, value = conn.recv()
         except (EOFError, OSError):
             self._discard(worker)
-            self._finish(job, "crashed")
+            self._finish(job, CRASHED)
             return
         if job in self._paused:
             worker.signal(signal.SIGCONT)  # it replied just before it was paused
@@ -708,13 +730,13 @@ class GradingPool:
                 self._enforce_memory(headroom=self._spare_rss)  # room first: a fork adds a worker's RSS at once
                 worker = self._spawn()
             if worker is None:
-                job.on_done(Outcome("no grading worker can start", "crashed", now - job.submitted))
+                job.on_done(Outcome("no grading worker can start", CRASHED, now - job.submitted))
                 return
             try:
                 worker.conn.send_bytes(job.payload)
             except OSError:
                 self._discard(worker)
-                job.on_done(Outcome(None, "crashed", now - job.submitted))
+                job.on_done(Outcome(None, CRASHED, now - job.submitted))
                 return
             job.worker = worker
             usage = worker.usage()
@@ -745,12 +767,12 @@ class GradingPool:
         for job in self._queued + self._running + self._paused:
             if job.worker is not None:
                 job.worker.kill()
-            job.on_done(Outcome(None, "crashed", time.monotonic() - job.submitted))
+            job.on_done(Outcome(None, CRASHED, time.monotonic() - job.submitted))
         self._queued, self._running, self._paused = [], [], []
         with self._lock:
             idle, self._idle = self._idle, []
             for job in self._inbox:
-                job.on_done(Outcome(None, "crashed", time.monotonic() - job.submitted))
+                job.on_done(Outcome(None, CRASHED, time.monotonic() - job.submitted))
             self._inbox.clear()
         for worker in idle:
             worker.kill(wait_s=1.0)

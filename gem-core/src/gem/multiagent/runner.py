@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem.executor import ThreadPool, run_blocking
+from gem.executor import ThreadPool
+from gem.host.threads import Lease, ThreadHost
 from gem.multiagent.env import MultiAgentEnv
-from gem.runner import EpisodeContext, Trajectory, Turn, _as_async
+from gem.runner import EpisodeContext, Trajectory, Turn, _as_async, episode_seeds, within
 
 
 @dataclass
@@ -82,6 +83,8 @@ async def run_multiagent_episodes(
     concurrency: int = 16,
     max_steps: int | None = None,
     on_error: str = "raise",
+    step_timeout: float | None = None,
+    episode_timeout: float | None = None,
 ) -> list[MultiAgentTrajectory]:
     """Play episodes; returns one :class:`MultiAgentTrajectory` per episode, in order.
 
@@ -90,15 +93,12 @@ async def run_multiagent_episodes(
     ``context``, async or not, returning an action or ``(action, info)``). The context's
     ``index`` is the episode and its ``turn`` counts the policy calls of the episode, so
     two seats sharing one seeded sampler never share a draw. ``max_steps`` truncates
-    games after that many env steps.
+    games after that many env steps. ``step_timeout`` and ``episode_timeout`` bound each
+    game ``reset``/``step`` and a whole game as in :func:`gem.runner.run_episodes` (a game
+    stuck in a call is never closed: a thread may still be inside it).
     """
-    if on_error not in ("raise", "record"):
-        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
-    seed_list = list(seeds) if seeds is not None else [None] * (num_episodes if num_episodes is not None else 1)
-    if num_episodes is not None and seeds is not None and num_episodes != len(seed_list):
-        raise ValueError(f"num_episodes={num_episodes} but {len(seed_list)} seeds")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    seed_list = episode_seeds(num_episodes, seeds, concurrency, on_error, step_timeout=step_timeout,
+                              episode_timeout=episode_timeout)
     make = _factory(env)
     shared = None if isinstance(policies, dict) else _as_async(policies)
     table = {a: _as_async(p) for a, p in policies.items()} if isinstance(policies, dict) else {}
@@ -111,63 +111,68 @@ async def run_multiagent_episodes(
             raise KeyError(f"no policy for agent {agent!r} (policies for: {sorted(table)})")
         return table[agent]
 
+    async def play(index: int, seed: int | None, record: MultiAgentTrajectory, lease: Lease) -> None:
+        game = await host.lease(lease, make)
+        record.env_id = game.env_id
+        observations, infos = await host.bind(lease, "reset")(seed)
+        step = host.bind(lease, "step")
+        calls = 0
+        while not game.done:
+            active = game.active_agents
+            shown = {a: observations.get(a) or game.observe(a) for a in active}
+            contexts = [EpisodeContext(index, seed, calls + i, record.env_id) for i in range(len(active))]
+            calls += len(active)
+            answers = await asyncio.gather(
+                *(policy_for(a)(shown[a], lambda c=c: c) for a, c in zip(active, contexts))
+            )
+            actions, policy_infos = {}, {}
+            for agent, answer in zip(active, answers):
+                action, extra = answer if isinstance(answer, tuple) else (answer, {})
+                actions[agent], policy_infos[agent] = str(action), extra
+            t0 = time.perf_counter()
+            observations, rewards, terms, truncs, step_infos = await step(actions)
+            step_s = time.perf_counter() - t0
+            record.steps += 1
+            cut = max_steps is not None and record.steps >= max_steps and not game.done
+            for agent in active:
+                traj = record.agents.setdefault(agent, Trajectory(record.env_id, seed, index,
+                                                                   infos.get(agent, {})))
+                traj.turns.append(Turn(shown[agent], actions[agent], 0.0, False, False,
+                                       step_infos.get(agent, {}), 0.0, step_s, policy_infos[agent]))
+            for agent, traj in record.agents.items():
+                last = traj.turns[-1]
+                last.reward += float(rewards.get(agent, 0.0))
+                if agent not in active and agent in step_infos:
+                    last.info = {**last.info, **step_infos[agent]}
+                last.terminated |= bool(terms.get(agent, False))
+                last.truncated |= bool(truncs.get(agent, False)) or (cut and agent in game.agents)
+            if cut:
+                break
+        for agent, traj in record.agents.items():
+            traj.final_observation = observations.get(agent) if agent in observations else None
+
     async def episode(index: int, seed: int | None) -> MultiAgentTrajectory:
         async with semaphore:
             record = MultiAgentTrajectory(None, seed, index)
             start = time.perf_counter()
-            game: MultiAgentEnv | None = None
+            lease = Lease()
             try:
-                game = await run_blocking(make)
-                record.env_id = game.env_id
-                observations, infos = await run_blocking(game.reset, seed)
-                calls = 0
-                while not game.done:
-                    active = game.active_agents
-                    shown = {a: observations.get(a) or game.observe(a) for a in active}
-                    contexts = [EpisodeContext(index, seed, calls + i, record.env_id) for i in range(len(active))]
-                    calls += len(active)
-                    answers = await asyncio.gather(
-                        *(policy_for(a)(shown[a], lambda c=c: c) for a, c in zip(active, contexts))
-                    )
-                    actions, policy_infos = {}, {}
-                    for agent, answer in zip(active, answers):
-                        action, extra = answer if isinstance(answer, tuple) else (answer, {})
-                        actions[agent], policy_infos[agent] = str(action), extra
-                    t0 = time.perf_counter()
-                    observations, rewards, terms, truncs, step_infos = await run_blocking(game.step, actions)
-                    step_s = time.perf_counter() - t0
-                    record.steps += 1
-                    cut = max_steps is not None and record.steps >= max_steps and not game.done
-                    for agent in active:
-                        traj = record.agents.setdefault(agent, Trajectory(record.env_id, seed, index,
-                                                                           infos.get(agent, {})))
-                        traj.turns.append(Turn(shown[agent], actions[agent], 0.0, False, False,
-                                               step_infos.get(agent, {}), 0.0, step_s, policy_infos[agent]))
-                    for agent, traj in record.agents.items():
-                        last = traj.turns[-1]
-                        last.reward += float(rewards.get(agent, 0.0))
-                        if agent not in active and agent in step_infos:
-                            last.info = {**last.info, **step_infos[agent]}
-                        last.terminated |= bool(terms.get(agent, False))
-                        last.truncated |= bool(truncs.get(agent, False)) or (cut and agent in game.agents)
-                    if cut:
-                        break
-                for agent, traj in record.agents.items():
-                    traj.final_observation = observations.get(agent) if agent in observations else None
+                playing = play(index, seed, record, lease)
+                await (playing if episode_timeout is None else within(episode_timeout, playing))
             except Exception as exc:
                 if on_error == "raise":
                     raise
                 record.error = f"{type(exc).__name__}: {exc}"
             finally:
                 record.seconds = time.perf_counter() - start
-                if game is not None:
-                    game.close()
+                host.release(lease)
             for traj in record.agents.values():
                 traj.seconds, traj.error = record.seconds, record.error
             return record
 
     # env calls run on a pool of this run's own, sized to its concurrency (as gem.runner's)
     with ThreadPool(concurrency, name="gem-multiagent") as pool, pool.installed():
+        host = ThreadHost(pool, step_timeout, reuse=False)
         return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -11,10 +12,10 @@ import numpy as np
 
 from gem.core import Env
 from gem.errors import VectorEnvError
-from gem.vector.slot import ON_ERROR, AutoresetMode, Failure, failure_info
-
-Call = tuple[int, str, tuple, dict]  # (env index, method, args, kwargs)
-Replayed = tuple[str, tuple, Any, Any]  # a call answered since an env's last snapshot: (method, args, obs, reward)
+from gem.host.calls import Call
+from gem.host.failures import Failure
+from gem.host.recovery import Recovery
+from gem.vector.slot import ON_ERROR, AutoresetMode
 
 
 class VectorEnv(ABC):
@@ -27,6 +28,8 @@ class VectorEnv(ABC):
     """
 
     backend: str = "?"
+    #: what messages call the backend's workers (backends whose envs live elsewhere), and for short
+    worker_names: tuple[str, str] = ("worker process", "worker")
 
     def __init__(
         self,
@@ -55,16 +58,10 @@ class VectorEnv(ABC):
         self.step_timeout = step_timeout
         self._base_seed = seed
         self._closed = False
-        #: backends whose envs live elsewhere (workers, actors): env index -> why its state was lost
-        self._lost: dict[int, str] = {}
-        #: the same backends: env index (once called) -> its slot's last snapshot, pickled (``None``:
-        #: no state, or the backend was told not to keep them) ...
-        self._snapshots: dict[int, bytes | None] = {}
-        #: ... and the calls answered since, to replay: (method, args, observation, reward) each, only
-        #: what :func:`~gem.vector.local.restore` needs (envs with a snapshot). No other references:
-        #: holding answers (their info dicts) until the next snapshot costs the caller's garbage
-        #: collector more than the calls themselves.
-        self._replays: dict[int, list[Replayed]] = {}
+        #: step timeouts, restarts and lost episodes (:mod:`gem.host`)
+        me = weakref.ref(self)  # not a bound method: a cycle would keep a dropped vector env's workers alive
+        self.recovery = Recovery(self.env_ids, on_error, step_timeout, lambda calls: me()._execute(calls),
+                                 *self.worker_names)
 
     # -- what a backend implements ------------------------------------------------------
     @abstractmethod
@@ -177,100 +174,6 @@ class VectorEnv(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.num_envs} envs, backend={self.backend}>"
-
-    # -- helpers --------------------------------------------------------------------------
-    def _timed_out(self, index: int, call: Call, replaced: str) -> Failure:
-        """The failure of a call that did not return within ``step_timeout``."""
-        return Failure(index, self.env_ids[index], "StepTimeout",
-                       f"{call[1]} did not return within {self.step_timeout} s; {replaced}", "")
-
-    def _failed(self, index: int, call: Call, failure: Failure) -> Any:
-        """Answer a call whose env failed outside its slot (its worker died or hung; it was
-        replaced by a fresh env): a reset runs on the fresh env; a step under
-        ``on_error="reset"`` starts a fresh episode with the failure in ``info``."""
-        if call[1] == "reset":
-            return self._execute([call])[0]
-        if self.on_error == "reset" and call[1] == "step":
-            reset = self._execute([(index, "reset", (None, {}), {})])[0]
-            if isinstance(reset, Failure):
-                return reset
-            obs, info = reset
-            return obs, 0.0, False, True, failure_info(failure, info)
-        return failure
-
-    def _answered(self, call: Call, answer: tuple[Any, bytes | None]) -> Any:
-        """Keep what came with a worker's answer to ``call`` (:func:`~gem.vector.local.run_remote`):
-        a new snapshot, or else the call, to replay after the last one; the answer's value."""
-        value, snapshot = answer
-        if snapshot is None:
-            replay = self._replays.get(call[0])
-            if replay is None:
-                self._snapshots.setdefault(call[0], None)
-            elif call[1] == "step":  # (obs, reward, terminated, truncated, info)
-                replay.append(("step", call[2], value[0], value[1]))
-            else:  # a reset's (obs, info), or any other call's value
-                replay.append((call[1], call[2], value[0] if call[1] == "reset" else None, None))
-        elif snapshot:
-            self._snapshots[call[0]], self._replays[call[0]] = snapshot, []
-        else:
-            self._snapshots[call[0]] = None
-            self._replays.pop(call[0], None)
-        return value
-
-    def _after_death(self, indices: Sequence[int], pending: Sequence[Call], failure: Failure,
-                     reason: str) -> dict[int, Any]:
-        """A worker (process, actor) holding envs ``indices`` died or hung while it ran
-        ``pending[0]``, and a fresh worker with fresh envs took its place: that call fails
-        (``failure``); the other envs go on in the fresh worker from their last snapshots, and
-        the calls they answered since replayed (:func:`~gem.vector.local.restore`), and the
-        calls after ``pending[0]``, which never ran, run there now. Only an env without a
-        snapshot (no state), or whose restore fails or whose replay answers otherwise than
-        before, lost its episode (``reason``, reported on its next call). The answers to
-        ``pending``, by env index."""
-        culprit = pending[0]
-        self._forget(culprit[0])  # its env is a fresh one, with nothing to go on from
-        self._restore([i for i in indices if i != culprit[0]], reason)
-        answers = {culprit[0]: self._failed(culprit[0], culprit, failure)}
-        rest = list(pending[1:])
-        answers.update(zip([c[0] for c in rest], self._execute(rest) if rest else []))
-        return answers
-
-    def _restore(self, indices: Sequence[int], reason: str) -> None:
-        """Put the envs ``indices`` of a fresh worker back where the dead one left them: each
-        from its last snapshot with the calls it answered since replayed; an env without a
-        snapshot (no state), or whose restore fails, lost its episode (``reason``). Envs never
-        called stay fresh."""
-        siblings = [i for i in indices if i in self._snapshots]
-        restores = [(i, "restore", (self._snapshots[i], self._replays[i]), {})
-                    for i in siblings if self._snapshots[i] is not None]
-        restored = dict(zip([c[0] for c in restores], self._execute(restores) if restores else []))
-        for i in siblings:
-            if i not in restored:
-                self._lost[i] = reason
-            elif isinstance(restored[i], Failure):
-                self._lost[i] = f"{reason}; its state could not be restored ({restored[i].describe()})"
-            if i in self._lost:
-                self._forget(i)
-
-    def _forget(self, index: int) -> None:
-        self._snapshots.pop(index, None)
-        self._replays.pop(index, None)
-
-    def _after_loss(self, index: int, call: Call) -> Any:
-        """Answer the first call to an env whose episode was lost with a sibling's worker
-        (process, actor) since its last call: it had no state to go on from (or restoring it
-        failed). It did nothing wrong: a step under ``on_error="reset"`` is reported with
-        ``info["episode_lost"]``, reward NaN (there is none: drop it) and ``truncated``, never
-        as an ordinary episode end."""
-        reason = self._lost.pop(index)
-        failure = Failure(index, self.env_ids[index], "EpisodeLost", reason, "")
-        if self.on_error == "reset" and call[1] == "step":
-            answer = self._failed(index, call, failure)
-            if isinstance(answer, Failure):
-                return answer
-            obs, _, terminated, truncated, info = answer
-            return obs, float("nan"), terminated, truncated, {**info, "episode_lost": reason}
-        return self._failed(index, call, failure)
 
     def _run(self, calls: Sequence[Call]) -> list[Any]:
         if self._closed:

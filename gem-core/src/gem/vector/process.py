@@ -23,15 +23,17 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from gem.core import Env
-from gem.vector.base import Call, VectorEnv
-from gem.vector.local import run_remote
-from gem.vector.slot import AutoresetMode, Failure, Slot
+from gem.errors import VectorEnvError
+from gem.host.calls import Call, run_remote
+from gem.host.deadlines import Deadlines
+from gem.host.failures import Failure
+from gem.vector.base import VectorEnv
+from gem.vector.slot import AutoresetMode, Slot
 
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
 
@@ -166,8 +168,6 @@ class ProcessVectorEnv(VectorEnv):
         if kind != "ready":
             worker.stop()
             if isinstance(payload, Failure):
-                from gem.errors import VectorEnvError
-
                 raise VectorEnvError(
                     f"{payload.describe()} while being created in a worker process\n{payload.traceback}",
                     payload.index,
@@ -190,8 +190,8 @@ class ProcessVectorEnv(VectorEnv):
         by_worker: dict[int, list[Call]] = {}
         for call in calls:
             index = call[0]
-            if index in self._lost:
-                results[index] = self._after_loss(index, call)
+            if index in self.recovery.lost:
+                results[index] = self.recovery.after_loss(index, call)
             else:
                 by_worker.setdefault(id(self._owner[index]), []).append(call)
         waiting: dict[_Worker, list[Call]] = {}  # calls not yet answered, in the order the worker runs them
@@ -203,11 +203,11 @@ class ProcessVectorEnv(VectorEnv):
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     pass  # found dead below
                 waiting[worker] = list(batch)
-        now = time.monotonic()
-        deadlines = {worker: now + self.step_timeout for worker in waiting} if self.step_timeout else {}
+        deadlines = Deadlines(self.step_timeout)  # per worker: each call it runs gets step_timeout of its own
+        for worker in waiting:
+            deadlines.start(worker)
         while waiting:
-            timeout = max(0.0, min(deadlines[w] for w in waiting) - time.monotonic()) if deadlines else None
-            ready = set(wait([w.conn for w in waiting] + [w.process.sentinel for w in waiting], timeout))
+            ready = set(wait([w.conn for w in waiting] + [w.process.sentinel for w in waiting], deadlines.wait()))
             for worker in list(waiting):
                 pending = waiting[worker]
                 if worker.conn in ready or worker.process.sentinel in ready:
@@ -216,9 +216,8 @@ class ProcessVectorEnv(VectorEnv):
                         if answer is None:
                             break
                         call = pending.pop(0)
-                        results[call[0]] = self._answered(call, answer[1])
-                        if deadlines:
-                            deadlines[worker] = time.monotonic() + self.step_timeout
+                        results[call[0]] = self.recovery.answered(call, answer[1])
+                        deadlines.start(worker)
                     if pending and not worker.process.is_alive():
                         worker.process.join()
                         reason = f"its worker process died (exit code {worker.process.exitcode})"
@@ -226,29 +225,23 @@ class ProcessVectorEnv(VectorEnv):
                         pending.clear()
                     if not pending:
                         del waiting[worker]
+                        deadlines.stop(worker)
                         continue
-                if deadlines and time.monotonic() >= deadlines[worker]:
+                if deadlines.overdue(worker):
                     worker.process.kill()
                     worker.process.join()
                     self._lose_worker(worker, pending, results, None)
                     del waiting[worker]
+                    deadlines.stop(worker)
         return [results[c[0]] for c in calls]
 
     def _lose_worker(self, worker: _Worker, pending: list[Call], results: dict[int, Any], reason: str | None) -> None:
         """A worker died (``reason``) or hung (``None``) while running ``pending[0]``: start a
         fresh one; that call fails, the worker's other envs go on in the fresh one
-        (:meth:`~gem.vector.base.VectorEnv._after_death`)."""
-        culprit = pending[0]
-        if reason is None:
-            failure = self._timed_out(culprit[0], culprit, "its worker process was killed and restarted")
-            reason = f"env {culprit[0]} of its worker process hung and the worker was restarted"
-        else:
-            failure = Failure(culprit[0], self.env_ids[culprit[0]], "WorkerDied",
-                              f"{reason}; it was restarted with a fresh env", "")
-            reason = f"{reason} while env {culprit[0]} ran; it was restarted"
+        (:meth:`~gem.host.recovery.Recovery.worker_lost`)."""
         worker.conn.close()
         self._start(worker.slot_args)
-        results.update(self._after_death(worker.indices, pending, failure, reason))
+        results.update(self.recovery.worker_lost(worker.indices, pending, reason))
 
     def _close(self) -> None:
         for worker in getattr(self, "_workers", []):

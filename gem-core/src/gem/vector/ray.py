@@ -21,7 +21,6 @@ process backend's dead worker (``restore_siblings=False`` turns that off, as the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +34,12 @@ except ImportError as exc:
 
 from gem.core import Env
 from gem.errors import VectorEnvError
-from gem.vector.base import Call, VectorEnv
-from gem.vector.local import run_remote
+from gem.host.calls import Call, run_remote
+from gem.host.deadlines import Deadlines
+from gem.host.failures import Failure
+from gem.vector.base import VectorEnv
 from gem.vector.process import SlotArgs
-from gem.vector.slot import AutoresetMode, Failure, Slot
+from gem.vector.slot import AutoresetMode, Slot
 
 
 @ray.remote
@@ -92,6 +93,7 @@ class RayVectorEnv(VectorEnv):
     """
 
     backend = "ray"
+    worker_names = ("Ray actor", "actor")
 
     def __init__(
         self,
@@ -137,67 +139,59 @@ class RayVectorEnv(VectorEnv):
         # and a death or hang costs only the calls not yet answered
         waiting: dict[int, list[tuple[Call, Any]]] = {}
         for call in calls:
-            if call[0] in self._lost:
-                results[call[0]] = self._after_loss(call[0], call)
+            if call[0] in self.recovery.lost:
+                results[call[0]] = self.recovery.after_loss(call[0], call)
             else:
                 position = self._owner[call[0]]
                 waiting.setdefault(position, []).append((call, self._actors[position].handle.execute.remote([call])))
-        deadlines = {p: time.monotonic() + self.step_timeout for p in waiting} if self.step_timeout else {}
+        deadlines = Deadlines(self.step_timeout)  # per actor: each call it runs gets step_timeout of its own
+        for position in waiting:
+            deadlines.start(position)
         while waiting:
             heads = {pending[0][1]: position for position, pending in waiting.items()}
-            timeout = max(0.0, min(deadlines.values()) - time.monotonic()) if deadlines else None
-            ready, _ = ray.wait(list(heads), num_returns=1, timeout=timeout)
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=deadlines.wait())
             for ref in ready:
                 position = heads[ref]
                 call, _ = waiting[position].pop(0)
                 try:
-                    results[call[0]] = self._answered(call, ray.get(ref)[0])
-                    if deadlines:
-                        deadlines[position] = time.monotonic() + self.step_timeout
+                    results[call[0]] = self.recovery.answered(call, ray.get(ref)[0])
+                    deadlines.start(position)
                 except RayActorError as exc:
                     self._lose_actor(position, [(call, ref), *waiting[position]], results,
                                      f"its Ray actor died ({type(exc).__name__})")
                     waiting[position] = []
                 if not waiting[position]:
                     del waiting[position]
-                    deadlines.pop(position, None)
-            now = time.monotonic()
-            for position in [p for p, d in deadlines.items() if now >= d]:
+                    deadlines.stop(position)
+            for position in [p for p in waiting if deadlines.overdue(p)]:
                 self._lose_actor(position, waiting.pop(position), results, None)
-                del deadlines[position]
+                deadlines.stop(position)
         return [results[c[0]] for c in calls]
 
     def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
                     reason: str | None, known: bool = False) -> None:
         """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
         that call fails, the actor's other envs go on in the new one
-        (:meth:`~gem.vector.base.VectorEnv._after_death`). A death with several calls unanswered
+        (:meth:`~gem.host.recovery.Recovery.worker_lost`). A death with several calls unanswered
         does not say which one ran (see :meth:`_rerun`), unless ``known``."""
         if reason is not None and len(pending) > 1 and not known:
             self._rerun(position, [call for call, _ in pending], results, reason)
             return
-        culprit = pending[0][0]
-        if reason is None:
-            failure = self._timed_out(culprit[0], culprit, "its Ray actor was killed and replaced")
-            reason = f"env {culprit[0]} of its Ray actor hung and the actor was replaced"
-        else:
-            failure = Failure(culprit[0], self.env_ids[culprit[0]], "WorkerDied",
-                              f"{reason} and was replaced with a fresh env", "")
-            reason = f"{reason} while env {culprit[0]} ran; it was replaced"
         self._replace(position)
-        results.update(self._after_death(self._actors[position].indices, [c for c, _ in pending], failure, reason))
+        results.update(self.recovery.worker_lost(self._actors[position].indices, [c for c, _ in pending], reason,
+                                                 restarted="replaced"))
 
     def _rerun(self, position: int, calls: list[Call], results: dict[int, Any], reason: str) -> None:
         """An actor died with ``calls`` unanswered. Its replies to calls it finished can be lost with
         it, so the first unanswered call need not be the one that killed it: every env of the actor
-        goes back to its last snapshot in a fresh actor (:meth:`~gem.vector.base.VectorEnv._restore`;
+        goes back to its last snapshot in a fresh actor (:meth:`~gem.host.recovery.Recovery.restore`;
         the replies lost were never recorded, so the calls are not replayed twice) and the calls
         run again there one at a time, so that a second death names its call."""
         self._replace(position)
-        self._restore(self._actors[position].indices, f"{reason}; it was replaced")
+        self.recovery.restore(self._actors[position].indices, f"{reason}; it was replaced")
         for k, call in enumerate(calls):
-            if call[0] in self._lost:
-                results[call[0]] = self._after_loss(call[0], call)
+            if call[0] in self.recovery.lost:
+                results[call[0]] = self.recovery.after_loss(call[0], call)
                 continue
             ref = self._actors[position].handle.execute.remote([call])
             rest: list[tuple[Call, Any]] = [(call, ref), *((c, None) for c in calls[k + 1:])]
@@ -206,7 +200,7 @@ class RayVectorEnv(VectorEnv):
                 if not ready:
                     self._lose_actor(position, rest, results, None)
                     return
-                results[call[0]] = self._answered(call, ray.get(ref)[0])
+                results[call[0]] = self.recovery.answered(call, ray.get(ref)[0])
             except RayActorError as exc:
                 self._lose_actor(position, rest, results, f"its Ray actor died ({type(exc).__name__})", known=True)
                 return

@@ -12,15 +12,14 @@ one, so that it costs little next to the env's own work.
 from __future__ import annotations
 
 import pickle
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from sys import getsizeof
 from time import perf_counter
 from typing import Any
 
 from gem.core import Env
+from gem.host.failures import Failure, failure_info
 
 
 class AutoresetMode(str, Enum):
@@ -53,29 +52,6 @@ SNAPSHOT_SECONDS = 0.1
 #: ... or this many times what the last snapshot took, if longer: an env whose get_state is
 #: costly spends at most about 1/20 of its time on snapshots
 SNAPSHOT_COST_RATIO = 20
-
-
-@dataclass
-class Failure:
-    """An exception raised inside a sub-env, in a form that crosses processes."""
-
-    index: int
-    env_id: str | None
-    type: str
-    message: str
-    traceback: str
-
-    @classmethod
-    def from_exc(cls, index: int, env_id: str | None, exc: BaseException) -> Failure:
-        return cls(index, env_id, type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)))
-
-    def describe(self) -> str:
-        return f"env {self.index} ({self.env_id}) raised {self.type}: {self.message}"
-
-
-def failure_info(failure: Failure, info: dict[str, Any]) -> dict[str, Any]:
-    """The ``info`` of a step that failed and started a fresh episode (``on_error="reset"``)."""
-    return {**info, "error": failure.describe(), "error_type": failure.type, "final_obs": None, "final_info": {}}
 
 
 class Slot:

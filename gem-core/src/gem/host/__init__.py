@@ -1,0 +1,21 @@
+"""The env host: the one layer that runs an env's calls wherever the env lives (the caller's
+thread, a thread pool, a worker process, a Ray actor) and owns what can go wrong there.
+
+- :mod:`gem.host.failures`: a failure in a form that crosses processes, and the three names
+  every backend reports: ``StepTimeout`` (a call overran its deadline), ``WorkerDied`` (the
+  process or actor running it died and was restarted) and ``EpisodeLost`` (an env that did
+  nothing wrong lost its episode with a sibling's worker).
+- :mod:`gem.host.calls`: executing one call on a :class:`~gem.vector.slot.Slot`, in place or
+  in a worker, with the snapshot a worker sends back, and the replay that restores one.
+- :mod:`gem.host.deadlines`: the step-timeout clocks of the calls or workers in flight.
+- :mod:`gem.host.recovery`: restarts and lost-episode reports: after a worker dies or hangs,
+  the call it ran fails, its other envs go on from their snapshots, and an env that cannot
+  says so on its next call.
+- :mod:`gem.host.threads`: the envs of an async run in its thread pool: a call past the step
+  timeout fails, and its env, which a thread may still be inside, is never reused.
+
+The vector backends (:mod:`gem.vector`), the runner (:mod:`gem.runner`, its worker
+processes in :mod:`gem.runner_processes`) and the multi-agent runner
+(:mod:`gem.multiagent.runner`) are built on it; ``gem-core/tests/test_faults.py`` runs
+each fault against each of them.
+"""

@@ -1,0 +1,201 @@
+"""One set of fault tests for every place env calls run (the env host, :mod:`gem.host`): the
+vector backends, the runner's threads and worker processes, and the multi-agent runner.
+
+The faults: an env call that raises, one that hangs past ``step_timeout``, one whose process
+exits under it (``exit``), and a worker killed from outside between calls (``killed``). The
+last two only exist where envs live in workers. Each test checks which env or episode
+reported the fault, and how, and that the others went on with their real results.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+from test_vector import _bounded
+from test_vector_ray import ray_address  # noqa: F401  (a fixture: the module's own Ray cluster)
+
+import gem
+from gem.errors import VectorEnvError
+from gem.multiagent import AgentSelector, MultiAgentEnv
+from gem.multiagent import run as run_games
+from gem.runner import run
+from gem.testing.envs import FaultyEnv
+
+IN_THIS_PROCESS = ("raise", "hang")
+IN_WORKERS = ("raise", "hang", "exit", "killed")
+#: the action that makes FaultyEnv fail so (``killed`` is done to the worker, not by the env)
+ACTION = {"raise": "raise", "hang": "hang", "exit": "die", "killed": "\\boxed{50}"}
+#: what a vector env reports for the env that failed (``info["error_type"]``)
+ERROR_TYPE = {"raise": "RuntimeError", "hang": "StepTimeout", "exit": "WorkerDied", "killed": "WorkerDied"}
+
+VECTOR_CASES = [(b, f) for b in ("sync", "thread") for f in IN_THIS_PROCESS] + \
+    [(b, f) for b in ("process", "ray") for f in IN_WORKERS]
+
+
+def _kill_workers(prefix: str) -> None:
+    for child in multiprocessing.active_children():
+        if child.name.startswith(prefix):
+            child.kill()
+            child.join()
+
+
+RUNNER_CASES = [(None, f) for f in IN_THIS_PROCESS] + [(1, f) for f in IN_WORKERS]
+
+
+@pytest.mark.parametrize("processes, fault", RUNNER_CASES, ids=lambda v: {None: "threads", 1: "processes"}.get(v, v))
+def test_a_run_records_a_fault_on_its_episode_and_the_others_finish(count_registry, processes, fault):
+    async def act(observation, context):
+        if context.index == 0 and context.turn == 0:
+            if fault == "killed":
+                _kill_workers("gem-runner-")
+            return ACTION[fault]
+        return "\\boxed{1}"
+
+    trajs = run("test:Faulty-v0", act, seeds=range(6), concurrency=2, processes=processes, step_timeout=1.0,
+                on_error="record")
+    error = trajs[0].error
+    if fault == "raise":
+        assert "RuntimeError" in error and "FaultyEnv was asked to raise" in error
+    elif fault == "hang":
+        assert error.startswith("StepTimeoutError") and not trajs[0].turns
+    elif fault == "exit":
+        assert "WorkerDied" in error
+    else:  # killed while idle: its step found the worker dead, or its episode lost with it
+        assert "WorkerDied" in error or "EpisodeLost" in error
+    rest = trajs[1:]
+    if processes is None or fault == "raise":  # nothing but the failing call was lost
+        assert [t.error for t in rest] == [None] * len(rest)
+    else:  # the one other env of the restarted worker lost its episode or, if its call was in flight
+        # when the worker died (not when it hung and was killed), that call; and says so
+        said = ("EpisodeLost", "WorkerDied") if fault in ("exit", "killed") else ("EpisodeLost",)
+        assert all(t.error is None or any(word in t.error for word in said) for t in rest)
+        assert sum(t.error is None for t in rest) >= len(rest) - 1
+    assert all(t.done for t in rest if t.error is None)
+
+
+class FaultyGame(MultiAgentEnv):
+    """Two agents take turns; an action "raise" raises, "hang" blocks (as FaultyEnv's);
+    the game ends after four moves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.possible_agents = ["a", "b"]
+        self.agent_selector = AgentSelector(self.possible_agents, mode="sequential")
+        self.moves = 0
+
+    def reset(self, seed=None, **kwargs):
+        self.moves = 0
+        return super().reset(seed)
+
+    def observe(self, agent):
+        return f"move {self.moves}"
+
+    def _process_actions(self, actions):
+        ((agent, action),) = actions.items()
+        if action == "raise":
+            raise RuntimeError("FaultyGame was asked to raise")
+        if action == "hang":
+            FaultyEnv.hung.wait(3600)
+        self.moves += 1
+        if self.moves >= 4:
+            self.terminations = {name: True for name in self.agents}
+        return {agent: self.observe(agent)}, {agent: 1.0}, self.terminations, self.truncations, {}
+
+
+@pytest.mark.parametrize("fault", IN_THIS_PROCESS)
+def test_a_multiagent_run_records_a_fault_on_its_game_and_the_others_finish(fault):
+    async def act(observation, context):
+        return ACTION[fault] if context.index == 0 and context.turn == 0 else "move"
+
+    games = run_games(FaultyGame, act, seeds=range(5), concurrency=2, step_timeout=1.0, on_error="record")
+    if fault == "raise":
+        assert games[0].error == "RuntimeError: FaultyGame was asked to raise"
+    else:
+        assert games[0].error.startswith("StepTimeoutError")
+    assert [g.error for g in games[1:]] == [None] * 4
+    assert all(g.steps == 4 and g.returns == {"a": 2.0, "b": 2.0} for g in games[1:])
+
+
+# last in this module: once the Ray cases start Ray, its threads make worker processes use
+# forkserver, which knows none of the ids a test registers, until the module's cluster stops
+IDS = ["test:Count-v0-hard", "test:Faulty-v0", "test:Count-v0-hard"]
+#: what the error says of the env that failed, beside its type
+SAYS = {("raise", "sync"): "FaultyEnv was asked to raise", ("hang", "sync"): "did not return within",
+        ("exit", "process"): "worker process died", ("exit", "ray"): "Ray actor died",
+        ("killed", "process"): "worker process died"}
+
+
+def _make_vec(request, backend: str, **kwargs):
+    # one worker holds every env, so a dying or killed one takes the siblings' state with it
+    backend_kwargs = {"process": {"num_workers": 1}, "ray": {"num_actors": 1}}.get(backend, {})
+    if backend == "ray":
+        backend_kwargs["address"] = request.getfixturevalue("ray_address")
+    return gem.make_vec(IDS, backend=backend, backend_kwargs=backend_kwargs, step_timeout=1.0, seed=3, **kwargs)
+
+
+def _fail(envs, backend: str, fault: str) -> int | None:
+    """Set up ``fault``; the index of the env that is to report it: the one told to fail, or,
+    for a worker killed between calls, the first call it is sent (it cannot say which one it
+    ran; a Ray actor's calls are run again instead, and none fails)."""
+    if fault != "killed":
+        return 1
+    if backend == "process":
+        _kill_workers("gem-vector-")
+        return 0
+    import ray
+
+    ray.kill(envs._actors[0].handle, no_restart=True)
+    return None
+
+
+def _says(fault: str, backend: str) -> str:
+    return SAYS.get((fault, backend), SAYS.get((fault, "sync"), ""))
+
+
+@pytest.mark.parametrize("backend, fault", VECTOR_CASES)
+def test_under_on_error_reset_a_vector_env_reports_a_fault_on_its_env_and_the_others_go_on(
+        request, count_registry, backend, fault):
+    with _make_vec(request, backend, on_error="reset") as envs, \
+            gem.make_vec(IDS, backend="sync", seed=3, on_error="reset") as twin:
+        assert envs.reset() == twin.reset()
+        actions = ["\\boxed{50}", ACTION[fault], "\\boxed{50}"]
+        culprit = _fail(envs, backend, fault)
+        obs, rewards, terminated, truncated, infos = _bounded(lambda: envs.step(actions))
+        others = [i for i in range(3) if i != culprit]
+        expected = twin.step({i: actions[i] for i in others})
+        for k, i in enumerate(others):
+            assert (obs[i], rewards[i], infos[i]) == (expected[0][k], expected[1][k], expected[4][k])
+        if culprit is not None:
+            assert truncated[culprit] and not terminated[culprit] and rewards[culprit] == 0
+            assert infos[culprit]["error_type"] == ERROR_TYPE[fault]
+            assert _says(fault, backend) in infos[culprit]["error"]
+            assert obs[culprit].startswith("Guess")  # a fresh episode on a fresh env
+        _bounded(lambda: envs.step(["\\boxed{5}"] * 3))  # every env keeps working
+
+
+@pytest.mark.parametrize("backend, fault", VECTOR_CASES)
+def test_under_on_error_raise_a_vector_env_names_the_env_that_failed_and_keeps_the_others_results(
+        request, count_registry, backend, fault):
+    with _make_vec(request, backend) as envs, gem.make_vec(IDS, backend="sync", seed=3) as twin:
+        envs.reset(), twin.reset()
+        actions = ["\\boxed{50}", ACTION[fault], "\\boxed{50}"]
+        culprit = _fail(envs, backend, fault)
+        others = [i for i in range(3) if i != culprit]
+        expected = twin.step({i: actions[i] for i in others})
+        if culprit is None:
+            answers = _bounded(lambda: envs.step(actions))
+            assert [part.tolist() if hasattr(part, "tolist") else part for part in answers] == \
+                [part.tolist() if hasattr(part, "tolist") else part for part in expected]
+        else:
+            with pytest.raises(VectorEnvError, match=rf"env {culprit} \({IDS[culprit]}\) raised "
+                               rf"{ERROR_TYPE[fault]}: .*{_says(fault, backend)}") as caught:
+                _bounded(lambda: envs.step(actions))
+            err = caught.value
+            assert err.index == culprit and err.env_id == IDS[culprit]
+            assert set(err.failures) == {culprit} and err.failures[culprit].type == ERROR_TYPE[fault]
+            assert set(err.results) == set(others)
+            for k, i in enumerate(others):  # a dict step answers in the dict's order
+                assert err.results[i] == tuple(part[k] for part in expected)
+        # the healthy envs went on from that step: their next step matches the twin's
+        assert envs.step({2: "\\boxed{25}"})[0] == twin.step({2: "\\boxed{25}"})[0]
