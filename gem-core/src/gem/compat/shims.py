@@ -3,6 +3,7 @@
 - ``ENV_REGISTRY`` (``gem.envs.registration``): env id -> :class:`~gem.registry.EnvSpec`.
 - ``WRAPPER_FACTORY`` and ``TOKENIZER_REQUIRED`` (``gem.wrappers.wrapper_factory``): wrapper
   name -> factory, and the names of the wrappers that need a tokenizer.
+- ``env{i}_kwargs=`` of a vector env's ``reset`` (:func:`per_env_kwargs`).
 
 Each is read from the loaded catalog on every access, so it shows what plugins and isolated
 test registries hold at that moment. Our own API is the registry (:func:`gem.list_envs`,
@@ -61,6 +62,17 @@ class WrapperFactory(Mapping[str, Callable[..., Any]]):
         """Names of the wrappers that render a chat template (they need a tokenizer)."""
         registry = catalog().wrappers
         return [n for n in registry.names() if registry.get(n).meta.get("requires_tokenizer")]
+
+
+def per_env_kwargs(kwargs: dict[str, Any], num_envs: int) -> dict[int, dict[str, Any]]:
+    """Take the reference's ``env{i}_kwargs={...}`` out of a vector ``reset``'s ``kwargs``:
+    env index -> the arguments for that env only.
+
+    >>> kwargs = {"shared": 1, "env1_kwargs": {"idx": 3}}
+    >>> per_env_kwargs(kwargs, 2), kwargs
+    ({1: {'idx': 3}}, {'shared': 1})
+    """
+    return {i: dict(kwargs.pop(f"env{i}_kwargs")) for i in range(num_envs) if f"env{i}_kwargs" in kwargs}
 
 
 ENV_REGISTRY = EnvRegistryView()

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from gem.compat.shims import per_env_kwargs
 from gem.core import Env
 from gem.errors import VectorEnvError
 from gem.host.calls import Call
@@ -78,10 +79,11 @@ class VectorEnv(ABC):
         """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed.
 
         ``kwargs`` go to every env's ``reset``, except ``env{i}_kwargs={...}`` (the
-        reference's form), which go to env ``i`` only: ``reset(env0_kwargs={"idx": 3})``.
+        reference's form, :func:`gem.compat.shims.per_env_kwargs`), which go to env ``i``
+        only: ``reset(env0_kwargs={"idx": 3})``.
         """
         indices = list(range(self.num_envs)) if indices is None else list(indices)
-        own = {i: dict(kwargs.pop(f"env{i}_kwargs")) for i in range(self.num_envs) if f"env{i}_kwargs" in kwargs}
+        own = per_env_kwargs(kwargs, self.num_envs)
         if seed is None and self._base_seed is not None:
             # the first reset uses make_vec's seed: seed + i, or one seed (or None) per env
             first, self._base_seed = self._base_seed, None
