@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import threading
 import time
 
 from gem.runner import run
-from gem.testing.envs import BarrierEnv, CountEnv
+from gem.testing.envs import BarrierEnv, CountEnv, DriftingEnv, FaultyEnv
 
 
 class OneCallAtATimeEnv(CountEnv):
@@ -58,14 +61,60 @@ def test_blocking_envs_overlap_inside_one_worker_process():
     assert all(len(t) == 3 for t in trajs)
 
 
-def test_every_call_in_flight_when_a_worker_dies_fails_and_the_run_goes_on(count_registry):
+class SlowFaultyEnv(FaultyEnv):
+    """:class:`FaultyEnv` whose steps block 0.3 s, so that its siblings' steps run beside the one that dies."""
+
+    def step(self, action):
+        if action != "die":
+            time.sleep(0.3)
+        return super().step(action)
+
+
+def _turns(traj):
+    return [(t.observation, t.action, t.reward, t.terminated, t.truncated) for t in traj.turns]
+
+
+def test_only_the_call_that_killed_a_worker_fails_and_its_siblings_go_on_from_their_state():
     async def act(observation, context):
         return "die" if context.index == 0 and context.turn == 1 else "\\boxed{1}"
 
-    trajs = run("test:Faulty-v0", act, seeds=range(12), concurrency=4, processes=1, on_error="record")
-    assert "WorkerDied" in trajs[0].error
-    assert all(t.error is None or "WorkerDied" in t.error or "EpisodeLost" in t.error for t in trajs[1:])
-    assert sum(t.error is None for t in trajs) >= 8  # the episodes started after the restart
+    # four envs in one worker, three of them inside a step when the fourth's kills it: which call did is
+    # found by running them again one at a time in a fresh worker, each env back at its state
+    trajs = run(SlowFaultyEnv, act, seeds=range(8), concurrency=4, processes=1, on_error="record")
+    twin = run(SlowFaultyEnv, lambda observation: "\\boxed{1}", seeds=range(8), concurrency=4)
+    assert "WorkerDied" in trajs[0].error and len(trajs[0].turns) == 1
+    assert [t.error for t in trajs[1:]] == [None] * 7
+    assert [_turns(t) for t in trajs[1:]] == [_turns(t) for t in twin[1:]]
+
+
+class DriftingFaultyEnv(DriftingEnv):
+    """:class:`DriftingEnv` (its replays answer otherwise) that kills its process on "die"."""
+
+    def step(self, action):
+        if action == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().step(action)
+
+
+def test_a_sibling_whose_replay_answers_otherwise_says_its_episode_was_lost():
+    turns, dying = {}, asyncio.Event()
+
+    async def act(observation, context):
+        turns[context.index] = context.turn
+        if context.index == 0 and context.turn == 2:
+            while turns.get(1, 0) < 2:  # env 1 answered a step since its last snapshot: it has one to replay
+                await asyncio.sleep(0.01)
+            dying.set()
+            return "die"
+        if context.index == 1 and context.turn == 2:  # its next step comes after the death
+            await dying.wait()
+            await asyncio.sleep(0.2)
+        return "\\boxed{1}"
+
+    trajs = run(DriftingFaultyEnv, act, seeds=range(4), concurrency=2, processes=1, on_error="record")
+    assert "EpisodeLost" in trajs[1].error and "ReplayDiverged" in trajs[1].error
+    assert "WorkerDied" in trajs[0].error or "EpisodeLost" in trajs[0].error
+    assert [t.error for t in trajs[2:]] == [None, None]
 
 
 def test_an_env_whose_episode_gave_up_on_a_call_finishes_it_before_the_next():

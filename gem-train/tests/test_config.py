@@ -34,13 +34,15 @@ def test_groups_and_overrides_compose():
     assert composed("algo=rebn_ppo").algo.epochs == 4
 
 
-def test_rollout_env_limits_compose_and_self_play_refuses_them():
+def test_rollout_env_limits_compose_and_self_play_takes_the_timeouts_but_not_processes():
     cfg = composed("rollout.step_timeout=30", "rollout.episode_timeout=600", "rollout.processes=2")
     assert (cfg.rollout.step_timeout, cfg.rollout.episode_timeout, cfg.rollout.processes) == (30.0, 600.0, 2)
     validate(cfg)
     cfg.env.selfplay = True
-    with pytest.raises(ConfigError, match=r"^rollout\.step_timeout: self-play games run under gem's multi-agent"):
+    with pytest.raises(ConfigError, match=r"^rollout\.processes: self-play games run under gem's multi-agent"):
         validate(cfg)
+    cfg.rollout.processes = None
+    validate(cfg)
 
 
 def test_wrong_type_and_unknown_key_name_the_field():

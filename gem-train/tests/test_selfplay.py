@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -65,6 +66,42 @@ def test_each_seat_is_an_episode_of_its_own_turns_and_rewards():
     assert len(set(turns)) == len(turns) == 14
     with pytest.raises(TypeError, match="multi-agent"):
         game_of(gem.make("game:GuessTheNumber-v0-easy"))
+
+
+released = threading.Event()
+
+
+def tictactoe_that_hangs_on_request():
+    """Tic-Tac-Toe whose game blocks in a step on the action "hang" (until ``released``)."""
+    env = gem.make("multi:TicTacToe-v0")
+    game = game_of(env)
+    step = game.step
+
+    def hanging_step(actions):
+        if "hang" in actions.values():
+            released.wait(60)
+        return step(actions)
+
+    game.step = hanging_step
+    return env
+
+
+def test_a_selfplay_game_past_its_step_timeout_ends_alone_and_is_counted_as_a_fault():
+    inner = FirstFreeCell()
+
+    async def act(observation, context):
+        if context.index == 0:
+            return "hang", {"sample": TurnSample([1], [2], [-0.5], "stop")}
+        return await inner.act(observation, context)
+
+    try:
+        episodes = collect_selfplay(tictactoe_that_hangs_on_request, act, seeds=[0, 1, 2], step_timeout=0.5)
+    finally:
+        released.set()
+    # the hung game's first move never returned, so no seat moved: one episode without turns stands for it
+    hung, *played = episodes
+    assert hung.error.startswith("StepTimeoutError") and hung.turns == [] and hung.seed == 0
+    assert [ep.error for ep in played] == [None] * 4 and [len(ep.turns) for ep in played] == [4, 3, 4, 3]
 
 
 def test_selfplay_trains_with_rebn_end_to_end(tmp_path):

@@ -202,9 +202,10 @@ async def run_episodes(
     processes instead, each running its envs' calls concurrently in threads of its own
     (:mod:`gem.runner_processes`): CPU-bound envs use every core, and hundreds of blocking
     envs split their threads over N interpreter locks. A worker that dies or hangs past
-    ``step_timeout`` is killed and restarted; the calls it was running fail and its other
-    envs' episodes end with ``EpisodeLost``. ``env`` must be an id or a picklable factory
-    when the process start method is not ``fork``.
+    ``step_timeout`` is killed and restarted; the call that killed it fails and its other
+    envs go on from their state (:mod:`gem.host.recovery`): only an env without one, or
+    whose replay answers otherwise, ends its episode with ``EpisodeLost``. ``env`` must be
+    an id or a picklable factory when the process start method is not ``fork``.
 
     ``step_timeout`` bounds each env ``reset``/``step`` and ``episode_timeout`` a whole
     episode (policy time included), in seconds. An episode that overruns ends with

@@ -163,14 +163,16 @@ class RolloutConfig:
     # how long the batcher waits for more episodes' requests before generating, in milliseconds (not vllm_async,
     # which takes each request as it comes)
     batch_wait_ms: float = 2.0
-    # seconds an env reset or step may take (gem.runner's step_timeout): an episode whose env overruns ends with
-    # a StepTimeoutError, is left out of training and the others go on (None: no limit)
+    # seconds an env reset or step may take (gem.runner's step_timeout; for self-play, gem.multiagent's): an
+    # episode whose env overruns ends with a StepTimeoutError, is left out of training and the others go on
+    # (None: no limit)
     step_timeout: float | None = None
     # seconds a whole episode may take, generation included (gem.runner's episode_timeout); an episode that
     # overruns is left out of training like one whose step did (None: no limit)
     episode_timeout: float | None = None
-    # run the envs in this many worker processes (gem.runner's processes; for CPU-bound envs): a worker that dies
-    # or hangs past step_timeout is restarted and the episodes it held are left out (None: threads in this process)
+    # run the envs in this many worker processes (gem.runner's processes; for CPU-bound envs; not with self-play):
+    # a worker that dies or hangs past step_timeout is restarted; the episode whose call killed it, and those of
+    # its envs without a state to go on from, are left out (None: threads in this process)
     processes: int | None = None
     # vLLM engine options
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
@@ -362,9 +364,8 @@ def validate(cfg: TrainConfig) -> None:
     for key, limit in (("step_timeout", r.step_timeout), ("episode_timeout", r.episode_timeout)):
         _check(limit is None or limit > 0, f"rollout.{key}", f"must be > 0 seconds or null, got {limit}")
     _check(r.processes is None or r.processes >= 1, "rollout.processes", f"must be >= 1 or null, got {r.processes}")
-    for key in ("step_timeout", "episode_timeout", "processes"):
-        _check(not cfg.env.selfplay or getattr(r, key) is None, f"rollout.{key}",
-               "self-play games run under gem's multi-agent runner, which has no such option: leave it null")
+    _check(not cfg.env.selfplay or r.processes is None, "rollout.processes",
+           "self-play games run under gem's multi-agent runner, which has no worker processes: leave it null")
     _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
     _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
     _check(len(t.adam_betas) == 2 and all(0.0 <= b < 1.0 for b in t.adam_betas), "trainer.adam_betas",

@@ -286,7 +286,9 @@ def _collect_iteration(run: _Run, engine: Engine | None, iteration: int) -> _Rol
         policy.index_offset = first
         if cfg.env.selfplay:
             played = collect_selfplay(make_env, policy, seeds[first:last], groups[first:last],
-                                      cfg.rollout.concurrency, cfg.env.max_turns)
+                                      cfg.rollout.concurrency, cfg.env.max_turns,
+                                      step_timeout=cfg.rollout.step_timeout,
+                                      episode_timeout=cfg.rollout.episode_timeout)
         else:
             played = collect(make_env, policy, seeds[first:last], groups[first:last], cfg.rollout.concurrency,
                              cfg.env.max_turns, **run.env_limits)
