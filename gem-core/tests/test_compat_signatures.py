@@ -143,11 +143,15 @@ def test_positional_order_is_the_references(path: str) -> None:
 
 
 def test_the_table_reaches_every_class_listed() -> None:
-    from gem.compat import rows
+    from gem.compat import provider, rows
+    from gem.errors import distribution_installed
 
     table = rows()
     for path in REFERENCE:
         module, name = path.split(":")
         if module in ("gem.core",) or module.startswith("gem.vector."):
             continue  # real modules of ours
+        owner = provider(module)
+        if owner is not None and not distribution_installed(owner.partition("[")[0]):
+            continue  # its package maps it, and is not installed here (the nox suites session has them all)
         assert name in (table.get(module) or {}), f"{path} is in no package's gem_register_compat rows"

@@ -48,7 +48,7 @@ def rows() -> dict[str, dict[str, str] | str]:
     return _registry().rows()
 
 
-def _provider(path: str) -> str | None:
+def provider(path: str) -> str | None:
     """The distribution that maps ``path`` (or a path below it) in a full install."""
     for prefix, distribution in PROVIDERS.items():
         if path == prefix or path.startswith(prefix + ".") or prefix.startswith(path + "."):
@@ -126,7 +126,7 @@ class _ReferenceLoader(importlib.abc.Loader):
         if entry is None:
             if self.path in registry.packages():  # a package that only holds other reference paths
                 return None
-            raise ImportError(_absent_message(self.path, _provider(self.path) or "?"), name=self.path)
+            raise ImportError(_absent_message(self.path, provider(self.path) or "?"), name=self.path)
         missing = [install for top, install in requirements(self.path).items() if importlib.util.find_spec(top) is None]
         if missing:
             raise ImportError(missing_message(self.path, missing), name=self.path)
@@ -166,7 +166,7 @@ class ReferencePathFinder(importlib.abc.MetaPathFinder):
         registry = _registry()
         packages = registry.packages()
         if fullname not in registry and fullname not in packages:
-            if _provider(fullname) is None:
+            if provider(fullname) is None:
                 return None
             # a path of an absent distribution: its loader raises the ImportError saying what to install
             packages = {fullname}
@@ -227,4 +227,4 @@ def install() -> None:
         sys.meta_path.insert(0, _CHILD_FINDER)
 
 
-__all__ = ["ReferencePathFinder", "install", "requirements", "resolve", "rows"]
+__all__ = ["ReferencePathFinder", "install", "provider", "requirements", "resolve", "rows"]
