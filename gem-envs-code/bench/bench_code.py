@@ -5,7 +5,9 @@ For each concurrency (default 1, 8, 32), in one run on one machine:
 - *env*: ``gem.runner.run_episodes`` over ``eval:HumanEval`` with a policy that answers
   each problem with its reference solution; each answer is judged as in training (two
   sandboxed processes per test: the program and the trusted judge, asyncio
-  subprocesses, no thread per test);
+  subprocesses, no thread per test), in steady state: the warm sandboxes a
+  concurrency keeps (two zygotes per test in flight) are started by an untimed round
+  first, as a training run starts them once;
 - *plain*: the same programs and tests in one unsandboxed ``python`` subprocess per
   problem, at the same concurrency: what a subprocess per problem can do at best here.
 
@@ -84,6 +86,8 @@ def main(argv: list[str]) -> int:
     ]
     ok = True
     for concurrency in args.concurrency:
+        # start the warm sandboxes this concurrency keeps (two per test in flight) before timing
+        asyncio.run(env_rate(problems[: 2 * concurrency], concurrency))
         # interleaved, so that a change in the machine's load hits both alike
         env_passed, env_per_s = asyncio.run(env_rate(problems, concurrency))
         plain_passed, plain_per_s = asyncio.run(plain_rate(problems, concurrency, python))

@@ -5,7 +5,11 @@
 For each backend (and "subprocess": the same interpreter started with no sandbox at
 all, measured in the same run), it reports the median and p90 wall time of one
 ``python -c pass`` and one ``true`` command, and the runs per second with 1, 2 and 4
-runs in flight. Results print as a table and, with ``--out``, go to a JSON file.
+runs in flight (latencies taken in turns, run by run). The isolating backends are
+measured twice: as ``Sandbox`` runs Python by default (warm: forked from a zygote) and
+with ``warm=False`` (a fresh sandbox and interpreter per run, "cold"). The last columns
+are the ratios to the plain subprocess of the same run (above 1.0: faster than it).
+Results print as a table and, with ``--out``, go to a JSON file.
 """
 
 from __future__ import annotations
@@ -42,13 +46,16 @@ def sandboxed(box: Sandbox, python: bool) -> Callable[[], None]:
     return run
 
 
-def latencies(fn: Callable[[], None], runs: int) -> list[float]:
-    fn()  # warm caches (probes, page cache) before timing
-    times = []
+def interleaved(fns: list[Callable[[], None]], runs: int) -> list[list[float]]:
+    """Wall times of ``runs`` calls of each of ``fns``, taking turns call by call."""
+    for fn in fns:
+        fn()  # warm caches (probes, page cache, a zygote) before timing
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+        for fn, kept in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            kept.append(time.perf_counter() - start)
     return times
 
 
@@ -83,29 +90,42 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore")  # the rlimit backend's "not isolation" warning
             box = Sandbox(backend=name, limits=Limits(timeout=30))
         targets.append((name, box.interpreter.executable, sandboxed(box, True), sandboxed(box, False)))
+        if box.backend.isolated:
+            cold = Sandbox(backend=name, limits=Limits(timeout=30), warm=False)
+            targets.append((f"{name}-cold", cold.interpreter.executable, sandboxed(cold, True), sandboxed(cold, False)))
 
-    for name, _, py, cmd in targets:
+    # latencies interleaved run by run, so that a change in the machine's load hits all alike
+    py_times = interleaved([py for _, _, py, _ in targets], args.runs)
+    cmd_times = interleaved([cmd for _, _, _, cmd in targets], args.runs)
+    for (name, _, py, _), py_t, cmd_t in zip(targets, py_times, cmd_times):
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        py_times, cmd_times = latencies(py, args.runs), latencies(cmd, args.runs)
         row = {
-            "python_median_ms": 1000 * statistics.median(py_times),
-            "python_p90_ms": 1000 * p90(py_times),
-            "true_median_ms": 1000 * statistics.median(cmd_times),
+            "python_median_ms": 1000 * statistics.median(py_t),
+            "python_p90_ms": 1000 * p90(py_t),
+            "true_median_ms": 1000 * statistics.median(cmd_t),
         }
         for workers in CONCURRENCY:
+            throughput(py, workers, workers)  # untimed: a warm sandbox starts its zygotes for this concurrency
             row[f"python_runs_per_s_x{workers}"] = throughput(py, args.runs, workers)
         rows[name] = row
 
-    base = rows["subprocess"]["python_median_ms"]
-    header = (f"{'backend':<11} {'python ms':>10} {'p90 ms':>8} {'true ms':>8} {'overhead ms':>11} "
-              + " ".join(f"{f'runs/s x{w}':>10}" for w in CONCURRENCY))
+    plain = rows["subprocess"]
+    base = plain["python_median_ms"]
+    top = CONCURRENCY[-1]
+    for row in rows.values():
+        row["latency_vs_plain"] = base / row["python_median_ms"]
+        row[f"runs_per_s_x{top}_vs_plain"] = row[f"python_runs_per_s_x{top}"] / plain[f"python_runs_per_s_x{top}"]
+    header = (f"{'backend':<13} {'python ms':>10} {'p90 ms':>8} {'true ms':>8} {'overhead ms':>11} "
+              + " ".join(f"{f'runs/s x{w}':>10}" for w in CONCURRENCY)
+              + f" {'latency vs plain':>16} {f'runs/s x{top} vs plain':>21}")  # fmt: skip
     print(header)
     print("-" * len(header))
     for name, row in rows.items():
         print(
-            f"{name:<11} {row['python_median_ms']:>10.1f} {row['python_p90_ms']:>8.1f} {row['true_median_ms']:>8.1f} "
+            f"{name:<13} {row['python_median_ms']:>10.1f} {row['python_p90_ms']:>8.1f} {row['true_median_ms']:>8.1f} "
             f"{row['python_median_ms'] - base:>11.1f} "
             + " ".join(f"{row[f'python_runs_per_s_x{w}']:>10.1f}" for w in CONCURRENCY)
+            + f" {row['latency_vs_plain']:>15.2f}x {row[f'runs_per_s_x{top}_vs_plain']:>20.2f}x"
         )
     for name, exe, _, _ in targets:
         print(f"  {name}: python = {exe}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,7 +161,18 @@ async def _function_test(
     entry = problem.entry_point if problem else None
     names = sorted({*referenced_names(test.code), *([entry] if entry else [])})
     outcome: tuple[str, Any] = ("timeout", None)
-    async with sandbox.open_python(JUDGE, limits=limits) as judge, sandbox.open_python(PROGRAM, limits=limits) as run:
+    async with contextlib.AsyncExitStack() as stack:
+        # both started at once: each is a warm fork or a cold sandbox start
+        # both scripts are ours (the agent's program arrives on the program's stdin)
+        started = await asyncio.gather(
+            stack.enter_async_context(sandbox.open_python(JUDGE, limits=limits, trusted_code=True)),
+            stack.enter_async_context(sandbox.open_python(PROGRAM, limits=limits, trusted_code=True)),
+            return_exceptions=True,
+        )
+        for failure in started:
+            if isinstance(failure, BaseException):
+                raise failure
+        judge, run = started
         judge.send(_line({"setup": setup, "test": test.code, "entry_point": entry}))
         run.send(_line({"setup": setup, "program": program, "test_setup": problem.test_setup if problem else "",
                         "names": names}))  # fmt: skip

@@ -98,7 +98,7 @@ def cmd_sandbox(argv: list[str]) -> int:
     import argparse
 
     argparse.ArgumentParser(prog="gem sandbox", description=cmd_sandbox.__doc__).parse_args(argv)
-    from gem_tools.sandbox import available_backends, cgroups, resolve_backend
+    from gem_tools.sandbox import Sandbox, available_backends, cgroups, resolve_backend
 
     for name, why in available_backends().items():
         print(f"{name:<8} {'ok' if why is None else 'unavailable: ' + why}")
@@ -111,6 +111,10 @@ def cmd_sandbox(argv: list[str]) -> int:
     except RuntimeError as exc:
         print(exc)
         return 1
+    box = Sandbox()
+    box.run_python("pass")  # a zygote that cannot start shows up as the reason for the cold path
+    path, why = box.path()
+    print(f"python runs: {path} ({why}); commands: cold (a fresh sandbox each)")
     return 0
 
 

@@ -32,7 +32,8 @@ from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, Launc
 from gem_tools.sandbox.layout import WORKDIR, Interpreter, UnknownPackageError, interpreter, sandbox_env
 from gem_tools.sandbox.limits import Limits, MiB
 from gem_tools.sandbox.result import SandboxResult, Status
-from gem_tools.sandbox.runner import Process, aexecute, execute, start
+from gem_tools.sandbox.runner import Process, aexecute, begin, complete, execute, run_sync, start
+from gem_tools.sandbox.warm import Pool, WarmProcess, WarmUnavailable, pool_for
 
 _warned_rlimit = False
 
@@ -85,6 +86,12 @@ class Sandbox:
     one; a virtual environment runs as its base interpreter). Runs see its standard
     library and, of everything installed, only ``packages`` (import names, e.g.
     ``("numpy", "sympy", "mpmath")``: list a package's dependencies too).
+
+    Python runs (``run_python``, ``arun_python``, ``open_python``) are *warm* where the
+    backend allows it: forked from a zygote waiting in the same isolation (see
+    :mod:`gem_tools.sandbox.warm`), which spares each run the sandbox's and the
+    interpreter's start. ``warm=None`` chooses automatically, ``False`` always starts
+    cold; :meth:`path` says which one runs and why. Commands always start cold.
     """
 
     def __init__(
@@ -94,8 +101,10 @@ class Sandbox:
         python: str | None = None,
         env: Mapping[str, str] | None = None,
         packages: Sequence[str] = (),
+        warm: bool | None = None,
     ) -> None:
         self.backend = resolve_backend(backend)
+        self.warm = warm
         self.limits = limits or Limits()
         if python is None and not self.backend.isolated and os.geteuid() == 0 and not _others_can_run(sys.executable):
             # the rlimit backend runs as an unprivileged uid on the real filesystem
@@ -107,6 +116,24 @@ class Sandbox:
     def backend_name(self) -> str:
         return self.backend.name
 
+    def path(self) -> tuple[str, str]:
+        """``("warm" | "cold", why)``: how this sandbox starts its Python runs."""
+        why = self._cold_reason()
+        return ("cold", why) if why else ("warm", "forked from a zygote kept in the same isolation")
+
+    def _cold_reason(self) -> str | None:
+        if self.warm is False:
+            return "Sandbox(warm=False)"
+        if os.environ.get("GEM_SANDBOX_WARM", "1") == "0":
+            return "disabled by GEM_SANDBOX_WARM=0"
+        if not self.backend.isolated:
+            return f"the {self.backend.name} backend has no isolation to keep a zygote in"
+        return self._pool().broken
+
+    def _pool(self) -> Pool:
+        env = sandbox_env(WORKDIR, self.env, packages=bool(self.interpreter.packages))
+        return pool_for(self.backend, self.interpreter, env, self.limits.tmp_size)
+
     def run_python(
         self,
         code: str,
@@ -116,7 +143,7 @@ class Sandbox:
         args: Sequence[str] = (),
     ) -> SandboxResult:
         """Run ``code`` as ``main.py`` in the sandbox's working directory."""
-        return self.run_command(self._python_argv(args), stdin, {**(files or {}), "main.py": code}, limits)
+        return run_sync(self.arun_python(code, stdin, files, limits, args))
 
     def run_command(
         self,
@@ -138,6 +165,12 @@ class Sandbox:
         args: Sequence[str] = (),
     ) -> SandboxResult:
         """Async :meth:`run_python`: native async I/O, so many runs in flight take no thread each."""
+        lim = limits or self.limits
+        if self._cold_reason() is None:
+            try:
+                return await complete(self._warm(code, files, lim, args, interactive=False), _bytes(stdin))
+            except WarmUnavailable:
+                pass  # nothing of the run started: run it cold
         return await self.arun_command(self._python_argv(args), stdin, {**(files or {}), "main.py": code}, limits)
 
     async def arun_command(
@@ -154,8 +187,14 @@ class Sandbox:
     @contextlib.asynccontextmanager
     async def open_python(
         self, code: str, files: Mapping[str, str | bytes] | None = None, limits: Limits | None = None,
+        trusted_code: bool = False,
     ) -> AsyncIterator[Process]:  # fmt: skip
         """Start ``code`` as an interactive run: talk to it with ``send``/``readline``.
+
+        ``trusted_code=True`` says that ``code`` is the caller's own script, never an
+        agent's (e.g. a judge harness that reads the untrusted program from stdin): a warm
+        zygote then compiles it once and forks every later run of it with the code
+        object ready. It still runs inside the sandbox like any other run.
 
         On leaving the block the run is killed and reaped; ``process.result`` is then its
         :class:`SandboxResult` (stdout is the caller's, so the result's is empty).
@@ -164,12 +203,27 @@ class Sandbox:
         ...     p.send(b"abc\\n"); line = await p.readline()
         """
         lim = limits or self.limits
-        launch = self._launch(self._python_argv(()), {**(files or {}), "main.py": code}, lim)
-        process = await start(launch, lim, self.backend.name, interactive=True)
+        process: Process | None = None
+        if self._cold_reason() is None:
+            try:
+                process = await begin(self._warm(code, files, lim, (), interactive=True, trusted=trusted_code))
+            except WarmUnavailable:
+                process = None
+        if process is None:
+            launch = self._launch(self._python_argv(()), {**(files or {}), "main.py": code}, lim)
+            process = await start(launch, lim, self.backend.name, interactive=True)
         try:
             yield process
         finally:
             await process.finish()
+
+    def _warm(self, code: str, files: Mapping[str, str | bytes] | None, limits: Limits, args: Sequence[str],
+              interactive: bool, trusted: bool = False) -> WarmProcess:  # fmt: skip
+        data = {_check_name(k): _bytes(v) for k, v in (files or {}).items()}
+        data["main.py"] = _bytes(code)
+        if limits.tmp_size != self.limits.tmp_size:
+            raise WarmUnavailable("a run's own tmp_size needs its own zygote")
+        return WarmProcess(self._pool(), ["main.py", *args], data, limits, self.backend.name, interactive, trusted)
 
     def _python_argv(self, args: Sequence[str]) -> list[str]:
         return [self.interpreter.executable, "-s", "main.py", *args]

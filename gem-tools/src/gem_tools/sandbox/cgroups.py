@@ -167,24 +167,35 @@ class RunGroup:
             for d in self.dirs:
                 d.mkdir()
                 made.append(d)
-            memory = str(limits.run_memory)
-            pids = str(limits.processes + HELPER_PIDS)
-            if self.v2:
-                (self.dirs[0] / "memory.max").write_text(memory)
-                swap = self.dirs[0] / "memory.swap.max"
-                if swap.exists():
-                    swap.write_text("0")  # swapping is no way around the cap
-                (self.dirs[0] / "pids.max").write_text(pids)
-            else:
-                (self.dirs[0] / "memory.limit_in_bytes").write_text(memory)
-                swap = self.dirs[0] / "memory.memsw.limit_in_bytes"
-                if swap.exists():
-                    swap.write_text(memory)  # memory + swap: swapping is no way around the cap
-                (self.dirs[1] / "pids.max").write_text(pids)
+            self.set_limits(limits.run_memory or limits.memory, limits.processes + HELPER_PIDS)
         except OSError:
             for d in made:
                 _rmdir(d)
             raise
+
+    def set_limits(self, memory: int, pids: int) -> None:
+        """Cap the group's memory (swap included: no way around the cap) and processes."""
+        if self.v2:
+            (self.dirs[0] / "memory.max").write_text(str(memory))
+            swap = self.dirs[0] / "memory.swap.max"
+            if swap.exists():
+                swap.write_text("0")
+            (self.dirs[0] / "pids.max").write_text(str(pids))
+            return
+        limit, memsw = self.dirs[0] / "memory.limit_in_bytes", self.dirs[0] / "memory.memsw.limit_in_bytes"
+        # v1 keeps memory <= memory + swap at every step: raise the outer bound first
+        order = [limit, memsw]
+        if memsw.exists() and memory > int(memsw.read_text()):
+            order.reverse()
+        for path in order:
+            if path.exists():
+                path.write_text(str(memory))
+        (self.dirs[1] / "pids.max").write_text(str(pids))
+
+    def memory_usage(self) -> int:
+        """Bytes of memory the group holds now."""
+        name = "memory.current" if self.v2 else "memory.usage_in_bytes"
+        return int((self.dirs[0] / name).read_text())
 
     def enter_argv(self) -> list[str]:
         """The prefix that puts the run's first process into this group."""
@@ -193,15 +204,19 @@ class RunGroup:
 
     def oom_killed(self) -> bool:
         """Did the kernel kill a process of the run for going over ``run_memory``?"""
+        return self.oom_kills() > 0
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed in this group for going over its memory cap."""
         name, key = ("memory.events", "oom_kill") if self.v2 else ("memory.oom_control", "oom_kill")
         try:
             for line in (self.dirs[0] / name).read_text().splitlines():
                 field, _, value = line.partition(" ")
-                if field == key and int(value) > 0:
-                    return True
+                if field == key:
+                    return int(value)
         except (OSError, ValueError):
             pass
-        return False
+        return 0
 
     def pids(self) -> list[int]:
         found: set[int] = set()

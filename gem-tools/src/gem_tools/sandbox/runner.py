@@ -116,14 +116,17 @@ class Process:
         self.start = time.monotonic()
 
     # -- starting ----------------------------------------------------------------------
-    async def _spawn(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _start_group(self) -> None:
         where = cgroups.support()
         if where.mode != "none":
             try:
                 self.group = cgroups.RunGroup(where, self.limits)
             except OSError:
                 self.group = None  # e.g. the host's group limit: the rlimits still hold
+
+    async def _start(self) -> tuple[Any, Any, Any]:
+        """Start the run's process; its pidfd goes to ``_pidfd``; returns its stdin, stdout, stderr pipes."""
+        self._start_group()
         argv = (self.group.enter_argv() if self.group else []) + self.launch.argv
         self.start = time.monotonic()
         try:
@@ -141,25 +144,31 @@ class Process:
         for fd in fds:
             os.close(fd)
         self._pidfd = os.pidfd_open(self._popen.pid)
-        loop.add_reader(self._pidfd, self._on_exit)
-        self._watchdog = loop.call_at(loop.time() + self.limits.timeout, self._stop, "timeout")
         popen = self._popen
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        return popen.stdin, popen.stdout, popen.stderr
+
+    async def _spawn(self) -> None:
+        loop = asyncio.get_running_loop()
+        stdin_pipe, stdout_pipe, stderr_pipe = await self._start()
+        assert self._pidfd is not None
+        loop.add_reader(self._pidfd, self._on_exit)
+        self._watchdog = loop.call_at(loop.time() + self.limits.timeout, self._stop, "timeout")
         if self.interactive:
             self.reader = asyncio.StreamReader(limit=LINE_LIMIT)
             lines = _Lines(self.reader, self._changed.set)
-            transport, _ = await loop.connect_read_pipe(lambda: lines, popen.stdout)
+            transport, _ = await loop.connect_read_pipe(lambda: lines, stdout_pipe)
             self._streams.append(lines)
         else:
             capture = _Capture(self.out, self._on_output)
-            transport, _ = await loop.connect_read_pipe(lambda: capture, popen.stdout)
+            transport, _ = await loop.connect_read_pipe(lambda: capture, stdout_pipe)
             self._streams.append(capture)
         self._transports.append(transport)
         errors = _Capture(self.err, self._on_output)
-        transport, _ = await loop.connect_read_pipe(lambda: errors, popen.stderr)
+        transport, _ = await loop.connect_read_pipe(lambda: errors, stderr_pipe)
         self._streams.append(errors)
         self._transports.append(transport)
-        stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, popen.stdin)
+        stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, stdin_pipe)
         self._stdin = stdin
         self._transports.append(stdin)
 
@@ -228,8 +237,6 @@ class Process:
             return self.result
         if self._watchdog is not None:
             self._watchdog.cancel()
-        popen = self._popen
-        assert popen is not None
         try:
             await self._kill()
         finally:
@@ -240,16 +247,28 @@ class Process:
                     pass
                 os.close(self._pidfd)
                 self._pidfd = None
-            popen.wait()
+            returncode = await self._reap()
             for transport in self._transports:
                 transport.close()
             self.launch.close()
         duration = (self._exited_at or time.monotonic()) - self.start
-        oom = self.group is not None and self.group.oom_killed()
+        oom = self._oom_killed()
         self._remove_group()
-        self.result = _classify(popen.returncode, self.stopped, self.out, self.err, duration, self.launch,
+        self.result = _classify(returncode, self.stopped, self.out, self.err, duration, self.launch,
                                 self.limits, self.backend, oom)  # fmt: skip
+        await self._done()
         return self.result
+
+    def _oom_killed(self) -> bool:
+        return self.group is not None and self.group.oom_killed()
+
+    async def _reap(self) -> int | None:
+        """The run's exit status once it is gone (``Popen.returncode`` conventions)."""
+        assert self._popen is not None
+        return self._popen.wait()
+
+    async def _done(self) -> None:
+        """After the result is known: give back what the run held."""
 
     def _signal_all(self) -> None:
         """SIGKILL the run: its cgroup, or its process group and the namespace's pid 1.
@@ -304,11 +323,15 @@ class Process:
 
 async def start(launch: Launch, limits: Limits, backend: str, interactive: bool = False) -> Process:
     """Start ``launch``; the caller must ``await process.finish()`` whatever happens."""
-    process = Process(launch, limits, backend, interactive)
+    return await begin(Process(launch, limits, backend, interactive))
+
+
+async def begin(process: Process) -> Process:
+    """Spawn ``process``; on failure clean up what was started."""
     try:
         await process._spawn()
     except BaseException:
-        if process._popen is not None:
+        if process._pidfd is not None or process._popen is not None:
             await process.finish()
         raise
     return process
@@ -316,7 +339,12 @@ async def start(launch: Launch, limits: Limits, backend: str, interactive: bool 
 
 async def aexecute(launch: Launch, stdin: bytes, limits: Limits, backend: str) -> SandboxResult:
     """Run ``launch`` to completion under ``limits``; always reaps and cleans up."""
-    process = await start(launch, limits, backend)
+    return await complete(Process(launch, limits, backend, interactive=False), stdin)
+
+
+async def complete(process: Process, stdin: bytes) -> SandboxResult:
+    """Spawn ``process``, feed it ``stdin`` and run it to its end."""
+    await begin(process)
     try:
         process.send(stdin)
         process.close_stdin()
