@@ -108,3 +108,26 @@ def test_async_defaults_run_the_sync_calls():
 def test_seed_must_be_an_int():
     with pytest.raises(TypeError, match="seed must be an int"):
         CountEnv().reset(seed="7")
+
+
+def test_seeded_streams_are_those_of_random_and_default_rng_whatever_is_drawn_first():
+    # the numpy generator is built on first use: its stream must not depend on when
+    class Bare(gem.Env):  # reset() only seeds: no draws of its own
+        def step(self, action):
+            return "", 0.0, True, False, {}
+
+    seed = 2**40 + 3
+    for numpy_first in (False, True):
+        env = Bare()
+        env.reset(seed=seed)
+        expected_py, expected_np = random.Random(seed), np.random.default_rng(seed)
+        if numpy_first:
+            assert env.np_random.random() == expected_np.random()
+        assert env.rng.random() == expected_py.random()
+        state = json.loads(json.dumps(env.rng_state()))
+        after = (env.rng.random(), env.np_random.random())
+        assert after == (expected_py.random(), expected_np.random())
+        env.set_rng_state(state)
+        assert (env.rng.random(), env.np_random.random()) == after
+    with pytest.raises(ValueError):  # numpy refuses negative seeds at reset, not at the first draw
+        Bare().reset(seed=-1)

@@ -6,14 +6,16 @@ Three tables:
 1. every preset against gem-core's trivial ``CountEnv``, measured by the same loop: the
    gap is the game's own cost (move parsing, rules, board rendering, and puzzle
    generation at each reset);
-2. ours / reference on the reference's hard presets: the reference package (PyPI
-   ``gem-llm``, repository axon-rl/gem) runs in its own interpreter, given by
-   ``--reference-python`` or ``$GEM_REFERENCE_PYTHON``, as a worker that measures with
-   this file's own loop; ours is measured by the same worker under this interpreter (a
-   fresh process each side, so neither carries the first table's heap); the two sides
-   take turns, ``--repeats`` times each, and the best rate of each side counts (the
-   machine is shared: the best run is the one least disturbed). Without a reference
-   interpreter the table is skipped with a note;
+2. ours / reference on the reference's hard presets, in two loops: episodes that go on
+   with ``reset()`` (the env's own stream) and reset-heavy ones that start every episode
+   with ``reset(seed=i)`` (a fresh seed each, as a trainer's episodes are seeded). The
+   reference package (PyPI ``gem-llm``, repository axon-rl/gem) runs in its own
+   interpreter, given by ``--reference-python`` or ``$GEM_REFERENCE_PYTHON``, as a worker
+   that measures with this file's own loop; ours is measured by the same worker under this
+   interpreter. Each preset gets a fresh worker per side (neither carries the first
+   table's heap nor another preset's); the two sides take turns, ``--repeats`` times each
+   loop, and the best rate of each side counts (the machine is shared: the best run is the
+   one least disturbed). Without a reference interpreter the table is skipped with a note;
 3. with ``--hostile``: one step's time on hostile actions of n and 4n characters per
    game; a linear parser shows a ratio near 4, a quadratic one near 16.
 
@@ -69,15 +71,16 @@ def _shared_sampler(env_id: str) -> Any:
     return None
 
 
-def rate(env: Any, seconds: float, sample: Any = None) -> tuple[float, float]:
+def rate(env: Any, seconds: float, sample: Any = None, seeded: bool = False) -> tuple[float, float]:
     """(steps/s, resets/s) playing random actions for ``seconds`` (resets included in
-    the steps' time, as an episode loop pays them).
+    the steps' time, as an episode loop pays them). Episodes after the first start with
+    ``reset()``, or with ``reset(seed=i)`` for the i-th episode when ``seeded``.
 
     Seconds are CPU seconds of this process (``time.process_time``): on a shared
     machine, wall time mostly measures the other processes' load."""
     sample = sample or (lambda e: e.sample_random_action())
     clock = time.process_time
-    env.reset(seed=0)
+    env.reset(seed=0)  # outside the clock: the first reset may build word lists or tables
     steps = resets = 0
     reset_time = 0.0
     start = clock()
@@ -85,31 +88,36 @@ def rate(env: Any, seconds: float, sample: Any = None) -> tuple[float, float]:
         _, _, terminated, truncated, _ = env.step(sample(env))
         steps += 1
         if terminated or truncated:
-            t = clock()
-            env.reset()
-            reset_time += clock() - t
             resets += 1
+            t = clock()
+            if seeded:
+                env.reset(seed=resets)
+            else:
+                env.reset()
+            reset_time += clock() - t
     elapsed = clock() - start
     return steps / elapsed, (resets / reset_time if reset_time else float("nan"))
 
 
-def measure(env_id: str, seconds: float) -> dict[str, Any]:
+def measure(env_id: str, seconds: float, seeded: bool = False) -> dict[str, Any]:
     """One measurement of ``env_id`` with whichever ``gem`` this interpreter imports."""
     try:
         env = gem.make(env_id)
-        steps, resets = rate(env, seconds, _shared_sampler(env_id))
+        steps, resets = rate(env, seconds, _shared_sampler(env_id), seeded)
     except Exception as error:  # the reference cannot run some of its envs offline
         return {"id": env_id, "error": f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"}
     return {"id": env_id, "steps": steps, "resets": resets}
 
 
 def worker(seconds: float) -> None:
-    """Answer one JSON line per env id read from stdin (run with the reference's python)."""
+    """Answer one JSON line per ``env_id [seeded]`` line read from stdin (run with the
+    reference's python for its side)."""
     import logging
 
     logging.disable(logging.INFO)  # the reference logs every make
     for line in sys.stdin:
-        print(json.dumps(measure(line.strip(), seconds)), flush=True)
+        env_id, *loop = line.split()
+        print(json.dumps(measure(env_id, seconds, loop == ["seeded"])), flush=True)
 
 
 #: the size of nltk's ``en-basic`` list (Ogden's Basic English)
@@ -144,9 +152,9 @@ class Worker:
             env={**os.environ, **(env or {})},
         )
 
-    def measure(self, env_id: str) -> dict[str, Any]:
+    def measure(self, env_id: str, seeded: bool = False) -> dict[str, Any]:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(env_id + "\n")
+        self.proc.stdin.write(env_id + (" seeded\n" if seeded else "\n"))
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         return json.loads(line) if line else {"id": env_id, "error": "the reference worker exited"}
@@ -171,37 +179,40 @@ def against_baseline(pattern: str, seconds: float) -> None:
 
 
 def against_reference(env_ids: list[str], python: str | None, seconds: float, repeats: int) -> None:
-    print("\nours / reference (hard presets, random actions, CPU seconds; each side in a fresh worker process "
-          f"of its own interpreter, best of {repeats} alternating runs)")
+    print("\nours / reference (hard presets, random actions, steps per CPU second; each preset in a fresh worker"
+          f" process per side, best of {repeats} alternating runs per loop; 'reset()': episodes continue the"
+          " env's stream, 'reset(seed=i)': every episode seeded afresh)")
     if not python or not os.path.exists(python):
         print("  skipped: no reference interpreter (give --reference-python or set $GEM_REFERENCE_PYTHON;"
               " see this file's docstring for how to make one)")
         return
-    # ours too in a worker: this process has made every preset above (heap, caches), the
-    # reference's worker only the env it measures
-    corpus = tempfile.TemporaryDirectory(prefix="gem-bench-nltk-")
-    ours_worker = Worker(sys.executable, seconds)
-    reference = Worker(python, seconds, {"NLTK_DATA": nltk_words_corpus(corpus.name)})
-    print(f"{'env id':<32} {'ours steps/s':>13} {'ref steps/s':>12} {'ours/ref':>9}")
-    try:
+    loops = {"reset()": False, "reset(seed=i)": True}
+    print(f"{'':<28}" + "".join(f" {name:^33}" for name in loops))
+    print(f"{'env id':<28}" + f" {'ours':>10} {'reference':>10} {'ratio':>10}" * len(loops))
+    with tempfile.TemporaryDirectory(prefix="gem-bench-nltk-") as corpus:
+        nltk_data = {"NLTK_DATA": nltk_words_corpus(corpus)}
         for env_id in env_ids:
-            ours, theirs, note = 0.0, 0.0, ""
-            for _ in range(repeats):
-                result = ours_worker.measure(env_id)
-                ours = max(ours, result.get("steps", 0.0))
-                answer = reference.measure(env_id)
-                if "error" in answer:
-                    note = answer["error"]
-                    break
-                theirs = max(theirs, answer["steps"])
-            if note:
-                print(f"{env_id:<32} {ours:>13,.0f} {'-':>12} {'-':>9}   reference skipped: {note}")
-            else:
-                print(f"{env_id:<32} {ours:>13,.0f} {theirs:>12,.0f} {ours / theirs:>8.2f}x")
-    finally:
-        ours_worker.close()
-        reference.close()
-        corpus.cleanup()
+            # ours too in a worker: this process has made every preset above (heap, caches)
+            ours_worker, reference = Worker(sys.executable, seconds), Worker(python, seconds, nltk_data)
+            cells, note = [], ""
+            try:
+                for seeded in loops.values():
+                    ours = theirs = 0.0
+                    for _ in range(repeats):
+                        ours = max(ours, ours_worker.measure(env_id, seeded).get("steps", 0.0))
+                        answer = reference.measure(env_id, seeded)
+                        if "error" in answer:
+                            note = answer["error"]
+                            break
+                        theirs = max(theirs, answer["steps"])
+                    shown, ratio = (f"{theirs:,.0f}", f"{ours / theirs:.2f}x") if theirs else ("-", "-")
+                    cells.append(f" {ours:>10,.0f} {shown:>10} {ratio:>10}")
+                    if note:
+                        break
+            finally:
+                ours_worker.close()
+                reference.close()
+            print(f"{env_id:<28}" + "".join(cells) + (f"   reference skipped: {note}" if note else ""))
 
 
 def hostile(size: int) -> None:

@@ -66,9 +66,15 @@ class Env(metaclass=TakesReferenceSeed):
 
     # -- randomness -------------------------------------------------------------------
     def _seed(self, seed: int | None) -> None:
-        self._rng, self._np_random = seeding.make_rngs(
-            seeding.fresh_seed() if seed is None else seed
-        )
+        seed = seeding.checked_seed(seeding.fresh_seed() if seed is None else seed)
+        if seed < 0:
+            np.random.default_rng(seed)  # numpy refuses it: raise before any state changes
+        self._rng = seeding.python_rng(seed)
+        # most envs never draw from numpy, and building its generator costs more than the
+        # rest of a seeded reset: np_random builds it from this seed on first use, in the
+        # state it would have had
+        self._np_random = None
+        self._np_seed = seed
 
     # the two properties below run on every random draw of every env: a plain attribute
     # read, with the seeding only on the AttributeError of an env never seeded
@@ -85,10 +91,13 @@ class Env(metaclass=TakesReferenceSeed):
     def np_random(self) -> np.random.Generator:
         """This env's numpy RNG (created from OS entropy if never seeded)."""
         try:
-            return self._np_random
+            np_rng = self._np_random
         except AttributeError:
             self._seed(None)
-            return self._np_random
+            np_rng = None
+        if np_rng is None:
+            np_rng = self._np_random = np.random.default_rng(self._np_seed)
+        return np_rng
 
     def rng_state(self) -> dict[str, Any]:
         """JSON snapshot of both RNGs, for :meth:`get_state` implementations."""

@@ -98,13 +98,18 @@ class _Openings:
 
 
 def _plain_box(text: str, openings: tuple[str, ...]) -> str | None:
-    boxes = _Openings(text, openings)
     # the common case, a last box without braces inside, costs a few C-level searches
-    start, body = boxes.last(len(text))
+    # (before any object is built: every game step reads one box)
+    start = body = -1
+    for opening in openings:
+        at = text.rfind(opening)
+        if at > start:
+            start, body = at, at + len(opening)
     if start >= 0:
         end = text.find("}", body)
         if end >= 0 and "{" not in text[body:end]:
             return text[body:end]
+    boxes = _Openings(text, openings)
     limit = len(text)
     while True:
         start, body = boxes.last(limit)

@@ -8,6 +8,7 @@ processes alike.
 
 from __future__ import annotations
 
+import _random
 import os
 import random
 from typing import Any
@@ -20,11 +21,29 @@ def fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little") >> 1
 
 
-def make_rngs(seed: int) -> tuple[random.Random, np.random.Generator]:
-    """The python and numpy generators an env uses for ``seed``."""
+def checked_seed(seed: object) -> int:
+    """``seed`` as a plain int; TypeError for anything else (a bool included)."""
+    if seed.__class__ is int:
+        return seed  # type: ignore[return-value]
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}: {seed!r}")
-    return random.Random(int(seed)), np.random.default_rng(int(seed))
+    return int(seed)
+
+
+def python_rng(seed: int) -> random.Random:
+    """``random.Random(seed)`` for an int ``seed``, in the same state.
+
+    Built around the constructor: ``Random(seed)`` runs two Python-level calls
+    (``__init__``, ``seed``) that for an int only end in the C seeding done here, and
+    seeded resets pay that on every episode."""
+    rng = _new_random(random.Random)
+    _seed_random(rng, seed)
+    rng.gauss_next = None
+    return rng
+
+
+_new_random = random.Random.__new__
+_seed_random = _random.Random.seed
 
 
 def rng_to_json(rng: random.Random, np_rng: np.random.Generator) -> dict[str, Any]:
@@ -38,7 +57,7 @@ def rng_to_json(rng: random.Random, np_rng: np.random.Generator) -> dict[str, An
 
 def rng_from_json(state: dict[str, Any]) -> tuple[random.Random, np.random.Generator]:
     """Rebuild the generators that :func:`rng_to_json` captured."""
-    rng = random.Random()
+    rng = _new_random(random.Random)  # unseeded: setstate() sets all of it
     version, internal, gauss = state["py"]
     rng.setstate((version, tuple(internal), gauss))
     np_state = state["np"]

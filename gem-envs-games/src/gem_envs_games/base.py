@@ -45,6 +45,7 @@ running, and an :class:`Outcome` otherwise.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import gem
@@ -100,6 +101,12 @@ def at_least(name: str, value: int | None, minimum: int) -> None:
     """
     if value is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+@lru_cache(maxsize=256)
+def _turns_left_text(left: int) -> str:
+    # cached: a suffix on every step says it, for the few counts games have
+    return f"{left} turn{'s' if left != 1 else ''} left."
 
 
 class TurnGame(gem.Env):
@@ -165,8 +172,7 @@ class TurnGame(gem.Env):
 
     def turns_left_text(self) -> str:
         """``"3 turns left."`` (or ``"1 turn left."``)."""
-        left = self.max_turns - self.turn
-        return f"{left} turn{'s' if left != 1 else ''} left."
+        return _turns_left_text(self.max_turns - self.turn)
 
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
@@ -189,6 +195,9 @@ class TurnGame(gem.Env):
             return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, info
         outcome = self.play(move)
         if outcome.__class__ is str:  # feedback only: no reward, the game goes on
+            if turn < self.max_turns:  # the usual step, returned without unpacking anything
+                info = {"suffix": self.task_suffix(), "format_error": False}
+                return f"Turn {turn}: {outcome}", 0.0, False, False, info
             text, reward, over, won = outcome, 0.0, False, False
         else:
             text, reward, over, won = outcome
@@ -215,6 +224,19 @@ class TurnGame(gem.Env):
         self.load_game_state(state)
         self.max_turns, self.turn, self.done = state["max_turns"], state["turn"], state["done"]
         self.set_rng_state(state["rng"])
+
+
+class GuessingGame(TurnGame):
+    """A :class:`TurnGame` with no board to show: the feedback on each guess is all the
+    player needs, and the suffix only counts the turns left."""
+
+    def task_suffix(self) -> str:
+        return _next_guess_prompt(self.max_turns - self.turn) if self.turn else "Enter your first guess."
+
+
+@lru_cache(maxsize=256)
+def _next_guess_prompt(left: int) -> str:
+    return f"{_turns_left_text(left)} Enter your next guess."
 
 
 class DirectionGame(TurnGame):

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
+from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int
 
 _INTEGER = re.compile(r"^\s*([+-]?)(\d+)\s*$")
 #: longer numbers are out of any range (read as +-10**18)
@@ -42,13 +42,27 @@ def parse_guess(text: str) -> int | None:
     return -value if sign == "-" else value
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=128)
 def _actions(low: int, high: int) -> tuple[str, ...]:
     """``\\boxed{n}`` for every n in ``low..high``."""
     return tuple(f"\\boxed{{{n}}}" for n in range(low, high + 1))
 
 
-class GuessTheNumberEnv(TurnGame):
+@lru_cache(maxsize=128)
+def _rules(low: int, high: int, max_turns: int) -> str:
+    """The rules shown at reset (built once per range: resets are frequent)."""
+    return (
+        "You are playing Guess the Number.\n"
+        f"I am thinking of a whole number between {low} and {high} (inclusive). "
+        f"You have {max_turns} guesses. After each guess I say whether the number is higher or lower.\n"
+        "Guessing outside the range or repeating a guess wastes a turn.\n"
+        "Answer with your guess in \\boxed{}, e.g. \\boxed{"
+        f"{(low + high) // 2}"
+        "}. Anything without a whole number in \\boxed{} ends the game."
+    )
+
+
+class GuessTheNumberEnv(GuessingGame):
     """Guess an integer in ``[min_number, max_number]`` within ``max_turns`` guesses.
 
     With ``min_number`` or ``max_number`` None (GEM's random preset) every episode draws
@@ -68,6 +82,7 @@ class GuessTheNumberEnv(TurnGame):
         self.max_turns = max_turns or self._turns_for(self.min_number, self.max_number)
         self.secret = self.min_number
         self.guesses: list[int] = []
+        self._action_table: tuple[str, ...] | None = None  # built by the first random action
 
     @staticmethod
     def _turns_for(low: int, high: int) -> int:
@@ -80,15 +95,8 @@ class GuessTheNumberEnv(TurnGame):
             self.max_turns = self._max_turns_setting or self._turns_for(self.min_number, self.max_number)
         self.secret = self.rng.randint(self.min_number, self.max_number)
         self.guesses = []
-        return (
-            "You are playing Guess the Number.\n"
-            f"I am thinking of a whole number between {self.min_number} and {self.max_number} (inclusive). "
-            f"You have {self.max_turns} guesses. After each guess I say whether the number is higher or lower.\n"
-            "Guessing outside the range or repeating a guess wastes a turn.\n"
-            "Answer with your guess in \\boxed{}, e.g. \\boxed{"
-            f"{(self.min_number + self.max_number) // 2}"
-            "}. Anything without a whole number in \\boxed{} ends the game."
-        )
+        self._action_table = None
+        return _rules(self.min_number, self.max_number, self.max_turns)
 
     parse_move = staticmethod(parse_guess)
 
@@ -103,9 +111,6 @@ class GuessTheNumberEnv(TurnGame):
         hint = "higher" if self.secret > guess else "lower"
         return f"you guessed {guess}. The number is {hint} than {guess}."
 
-    def task_suffix(self) -> str:
-        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
-
     def last_turn_note(self) -> str:
         return f" That was your last turn: the number was {self.secret}."
 
@@ -118,7 +123,10 @@ class GuessTheNumberEnv(TurnGame):
     def sample_random_action(self) -> str:
         # choice() over the range's actions draws exactly what randint() would, without
         # its argument checks and the formatting
-        return self.rng.choice(_actions(self.min_number, self.max_number))
+        table = self._action_table
+        if table is None:  # looked up once per episode: the range is fixed within one
+            table = self._action_table = _actions(self.min_number, self.max_number)
+        return self.rng.choice(table)
 
     def game_state(self) -> dict[str, Any]:
         return {
@@ -130,6 +138,7 @@ class GuessTheNumberEnv(TurnGame):
 
     def load_game_state(self, state: dict[str, Any]) -> None:
         self.min_number, self.max_number = state["min_number"], state["max_number"]
+        self._action_table = None
         self.secret, self.guesses = state["secret"], list(state["guesses"])
 
 

@@ -22,7 +22,7 @@ from itertools import permutations
 from operator import eq
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
+from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int
 
 _DIGITS = re.compile(r"^[\s,\[\]()]*\d+(?:[\s,]+\d+)*[\s,\[\]()]*$")
 _NUMBER = re.compile(r"\d+")
@@ -74,7 +74,7 @@ def parse_code(text: str, code_length: int, num_numbers: int) -> list[int] | Non
     return [int(n) if len(n) <= 6 else bounded_int(n) for n in numbers]
 
 
-class MastermindEnv(TurnGame):
+class MastermindEnv(GuessingGame):
     """Guess a ``code_length``-digit code over digits 1..``num_numbers``.
 
     With ``code_length`` or ``num_numbers`` None (GEM's random preset) every episode
@@ -107,6 +107,7 @@ class MastermindEnv(TurnGame):
         self.guesses: list[list[int]] = []
         self._guessed: set[tuple[int, ...]] = set()  # self.guesses, for membership tests
         self.best_black = 0
+        self._codes: tuple[str, ...] | None = None  # _random_codes(), looked up by the first random action
 
     def new_episode(self) -> str:
         if self._random:
@@ -121,6 +122,7 @@ class MastermindEnv(TurnGame):
         self.guesses = []
         self._guessed = set()
         self.best_black = 0
+        self._codes = None
         example = " ".join(str(d) for d in range(1, self.code_length + 1))
         return (
             "You are playing Mastermind.\n"
@@ -143,10 +145,11 @@ class MastermindEnv(TurnGame):
             return f"{shown} has {len(guess)} digits, the code has {self.code_length}; the turn is lost."
         if min(guess) < 1 or max(guess) > self.num_numbers:
             return f"{shown} uses digits outside 1-{self.num_numbers}; the turn is lost."
-        if tuple(guess) in self._guessed:
+        key = tuple(guess)
+        if key in self._guessed:
             return f"you already guessed {shown}; the turn is lost."
         self.guesses.append(guess)
-        self._guessed.add(tuple(guess))
+        self._guessed.add(key)
         black, white = score(self.code, guess)
         reward = 0.0
         if black > self.best_black:
@@ -154,24 +157,35 @@ class MastermindEnv(TurnGame):
             self.best_black = black
         if black == self.code_length:
             return Outcome.win(f"{shown} is the code! You win.", reward)
-        return Outcome(f"{shown} -> {black} black, {white} white.", reward)
-
-    def task_suffix(self) -> str:
-        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
+        text = f"{shown} -> {black} black, {white} white."
+        # a guess that earns nothing is plain feedback (what an Outcome of reward 0 means)
+        return Outcome(text, reward) if reward else text
 
     def last_turn_note(self) -> str:
         return f" That was your last turn: the code was {' '.join(map(str, self.code))}."
 
     def sample_random_action(self) -> str:
+        codes = self._codes
+        if codes is None:  # looked up once per episode: the sizes are fixed within one
+            codes = self._codes = self._random_codes()
+        if codes:
+            return self.rng.choice(codes)
         digits = range(1, self.num_numbers + 1)
         if self.duplicate_numbers or self.num_numbers < self.code_length:
             guess = [self.rng.choice(digits) for _ in range(self.code_length)]
-        elif math.perm(self.num_numbers, self.code_length) <= _CODE_TABLE_LIMIT:
-            # one draw from every code: the same distribution as sample(), at a fraction of its cost
-            return self.rng.choice(_distinct_codes(self.num_numbers, self.code_length))
         else:
             guess = self.rng.sample(digits, self.code_length)
         return "\\boxed{" + " ".join(map(str, guess)) + "}"
+
+    def _random_codes(self) -> tuple[str, ...]:
+        """Every code random actions draw from, or ``()`` where they draw digit by digit
+        (codes with repeats, or too many codes for a table)."""
+        if self.duplicate_numbers or self.num_numbers < self.code_length:
+            return ()
+        if math.perm(self.num_numbers, self.code_length) > _CODE_TABLE_LIMIT:
+            return ()
+        # one draw from every code: the same distribution as sample(), at a fraction of its cost
+        return _distinct_codes(self.num_numbers, self.code_length)
 
     def game_state(self) -> dict[str, Any]:
         return {
@@ -184,6 +198,7 @@ class MastermindEnv(TurnGame):
 
     def load_game_state(self, state: dict[str, Any]) -> None:
         self.code_length, self.num_numbers = state["code_length"], state["num_numbers"]
+        self._codes = None
         self.code = list(state["code"])
         self.guesses = [list(g) for g in state["guesses"]]
         self._guessed = set(map(tuple, self.guesses))

@@ -96,6 +96,9 @@ class MinesweeperEnv(TurnGame):
         self.revealed: list[list[bool]] = []
         self.flags: list[list[bool]] = []
         self.revealed_count = 0  # safe cells revealed (a revealed mine ends the game unrevealed)
+        # the board as the player sees it, drawn again only after a reveal or a flag changed
+        # it (most random moves are lost turns that change nothing)
+        self._view: str | None = None
 
     # -- the episode ------------------------------------------------------------------
     def new_episode(self) -> str:
@@ -112,6 +115,7 @@ class MinesweeperEnv(TurnGame):
         self.revealed = [[False] * self.cols for _ in range(self.rows)]
         self.flags = [[False] * self.cols for _ in range(self.rows)]
         self.revealed_count = 0
+        self._view = None
         return (
             "You are playing Minesweeper.\n"
             f"The board has {self.rows} rows and {self.cols} columns (numbered from 0) and hides "
@@ -151,6 +155,7 @@ class MinesweeperEnv(TurnGame):
             if self.revealed[row][col]:
                 return f"({row}, {col}) is revealed and cannot be flagged; the turn is lost."
             self.flags[row][col] = not self.flags[row][col]
+            self._view = None
             change = "placed on" if self.flags[row][col] else "removed from"
             return f"flag {change} ({row}, {col})."
         shown = command if len(command) <= 20 else command[:20] + "..."
@@ -195,6 +200,7 @@ class MinesweeperEnv(TurnGame):
                     opened += 1
                     queue.append((nr, nc))
         self.revealed_count += opened
+        self._view = None
         return opened
 
     def _cleared(self) -> bool:
@@ -212,8 +218,11 @@ class MinesweeperEnv(TurnGame):
         return render_grid(grid, cell_width=1)
 
     def task_suffix(self) -> str:
+        view = self._view
+        if view is None:
+            view = self._view = self._render()
         return (
-            f"Board ('.' hidden, 'F' flagged, digits count adjacent mines):\n{self._render()}\n"
+            f"Board ('.' hidden, 'F' flagged, digits count adjacent mines):\n{view}\n"
             f"Turns left: {self.turns_left}. Enter your move."
         )
 
@@ -238,6 +247,7 @@ class MinesweeperEnv(TurnGame):
         self.revealed = [list(row) for row in state["revealed"]]
         self.flags = [list(row) for row in state["flags"]]
         self.revealed_count = sum(map(sum, self.revealed))
+        self._view = None
 
 
 def register(registry: Any) -> None:

@@ -163,6 +163,8 @@ class SudokuEnv(TurnGame):
         self.solution: Grid = []
         self.board: Grid = []
         self.empty_at_start = 0
+        # the board as drawn, drawn again only after a digit is placed (most moves place none)
+        self._view: str | None = None
 
     # -- the episode ------------------------------------------------------------------
     def new_episode(self) -> str:
@@ -170,6 +172,7 @@ class SudokuEnv(TurnGame):
             self.scale, self.clues, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         self.solution = self._full_grid()
         self.board = self._dig(self.solution)
+        self._view = None
         self.empty_at_start = sum(row.count(0) for row in self.board)
         n, k = self.scale, math.isqrt(self.scale)
         return (
@@ -221,6 +224,7 @@ class SudokuEnv(TurnGame):
                 return f"{where} repeats a digit in its row, column or box."
             return f"{where} clashes with nothing yet, but leaves the puzzle without a solution."
         self.board[row - 1][col - 1] = digit
+        self._view = None
         reward = 1.0 / self.empty_at_start
         feedback = f"placed {where}."
         if self.board == self.solution:
@@ -238,7 +242,10 @@ class SudokuEnv(TurnGame):
         return digit in self.board[r] or digit in (row[c] for row in self.board) or digit in box
 
     def task_suffix(self) -> str:
-        return f"Grid:\n{render_grid(self.board)}\nTurns left: {self.turns_left}. Enter your move."
+        view = self._view
+        if view is None:
+            view = self._view = render_grid(self.board)
+        return f"Grid:\n{view}\nTurns left: {self.turns_left}. Enter your move."
 
     def sample_random_action(self) -> str:
         """A random well-formed move; drawn from the numpy stream, so sampling leaves the
@@ -260,6 +267,7 @@ class SudokuEnv(TurnGame):
         self.scale, self.clues = state["scale"], state["clues"]
         self.solution = [list(row) for row in state["solution"]]
         self.board = [list(row) for row in state["board"]]
+        self._view = None
         self.empty_at_start = state["empty_at_start"]
 
 

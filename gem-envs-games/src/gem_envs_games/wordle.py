@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_envs_games import words
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import GuessingGame, Outcome, at_least
 
 _LETTERS = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)*\s*$")
 #: turns per letter when the random preset draws the word length (GEM's presets: 3 -> 15, 5 -> 25)
@@ -70,7 +70,7 @@ def parse_word(text: str) -> str | None:
     return "".join(text.split()).upper()
 
 
-class WordleEnv(TurnGame):
+class WordleEnv(GuessingGame):
     """Find a ``word_length``-letter word within ``max_turns`` guesses.
 
     Secrets are common English words (:func:`gem_envs_games.words.secret_words`).
@@ -132,15 +132,15 @@ class WordleEnv(TurnGame):
         shown = " ".join(marks)
         if guess == self.secret:
             return Outcome.win(f"{guess} -> {shown}. You found the word!", reward + 0.5)
-        return Outcome(f"{guess} -> {shown}", reward)
-
-    def task_suffix(self) -> str:
-        return f"{self.turns_left_text()} Enter your next guess." if self.turn else "Enter your first guess."
+        # a guess that earns nothing is plain feedback (what an Outcome of reward 0 means)
+        return Outcome(f"{guess} -> {shown}", reward) if reward else f"{guess} -> {shown}"
 
     def last_turn_note(self) -> str:
         return f"\nThat was your last turn: the word was {self.secret}."
 
     def _green_credit(self, marks: Sequence[str]) -> float:
+        if "G" not in marks:  # most guesses: nothing to credit
+            return 0.0
         greens, new = self.greens, 0
         for i, m in enumerate(marks):
             if m == "G" and not greens[i]:
