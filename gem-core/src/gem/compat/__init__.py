@@ -68,7 +68,7 @@ def requirements(path: str) -> dict[str, str]:
     if entry is None:
         return {}
     targets = [entry] if isinstance(entry, str) else [_target_module(t) for t in entry.values()]
-    source = registry._sources.get(path, "")
+    source = registry.source_of(path) or ""
     wanted = {t.split(".")[0]: source for t in targets}
     wanted.update(registry.needs(path))
     return {top: install for top, install in sorted(wanted.items()) if top not in ("gem", "numpy")}

@@ -62,6 +62,10 @@ class CompatRegistry(_Sourced):
     def get(self, path: str) -> dict[str, str] | str | None:
         return self._rows.get(path)
 
+    def source_of(self, path: str) -> str | None:
+        """The distribution that registered ``path``."""
+        return self._sources.get(path)
+
     def needs(self, path: str) -> dict[str, str]:
         """Top-level packages beyond its targets that ``path`` needs -> what to install for each."""
         return dict(self._needs.get(path, {}))
