@@ -24,10 +24,9 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import EpisodeTimeoutError, GemError, StepTimeoutError
-from gem.plugins import catalog
 from gem.registration import make, spec
 from gem.runner import Trajectory, run_episodes
-from gem.wrappers import apply_wrappers, get_wrapper_fns
+from gem.wrappers import apply_wrappers, get_wrapper_fns, needs_tokenizer
 from gem.wrappers.history import MODES as HISTORY_MODES
 from gem_evals.metrics import markdown_table, summarize
 from gem_evals.models import ChatModel, Sampling, make_model, parse_model_spec
@@ -265,8 +264,7 @@ def _validate(config: EvalConfig, check_model: bool) -> None:
         get_wrapper_fns(config.wrapper_names())
     except (KeyError, ValueError) as exc:
         raise GemError(f"--wrappers {config.wrappers!r}: {exc} {chat_hint}") from None
-    registry = catalog().wrappers
-    templated = [n for n in config.wrapper_names() if registry.get(n).meta.get("requires_tokenizer")]
+    templated = needs_tokenizer(config.wrapper_names())
     if templated:
         raise GemError(f"--wrappers {config.wrappers!r}: wrapper {templated[0]!r} needs a tokenizer {chat_hint}")
     if check_model:

@@ -21,6 +21,7 @@ from typing import Any
 
 from gem.plugins import catalog
 from gem.registry import EnvSpec
+from gem.wrappers import needs_tokenizer
 
 
 class EnvRegistryView(Mapping[str, EnvSpec]):
@@ -60,8 +61,7 @@ class WrapperFactory(Mapping[str, Callable[..., Any]]):
 
     def tokenizer_required(self) -> list[str]:
         """Names of the wrappers that render a chat template (they need a tokenizer)."""
-        registry = catalog().wrappers
-        return [n for n in registry.names() if registry.get(n).meta.get("requires_tokenizer")]
+        return needs_tokenizer()
 
 
 def per_env_kwargs(kwargs: dict[str, Any], num_envs: int) -> dict[int, dict[str, Any]]:

@@ -40,6 +40,20 @@ def get_wrapper_fns(wrappers: str | list[str] | None, tokenizer: Any = None) -> 
     return fns
 
 
+def needs_tokenizer(names: list[str] | None = None) -> list[str]:
+    """Of ``names`` (default: every registered wrapper), those that render a chat template and
+    so need ``tokenizer=``.
+
+    >>> needs_tokenizer(["concat_chat", "concat_with_action"])  # doctest: +SKIP
+    ['concat_chat']
+    """
+    from gem.plugins import catalog
+
+    registry = catalog().wrappers
+    names = registry.names() if names is None else names
+    return [n for n in names if n in registry and registry.get(n).meta.get("requires_tokenizer")]
+
+
 def apply_wrappers(env: Env, wrappers: str | list[str] | None, tokenizer: Any = None) -> Env:
     """``env`` wrapped by the named wrappers, in order."""
     for fn in get_wrapper_fns(wrappers, tokenizer=tokenizer):
@@ -56,4 +70,5 @@ __all__ = [
     "Wrapper",
     "apply_wrappers",
     "get_wrapper_fns",
+    "needs_tokenizer",
 ]
