@@ -182,14 +182,23 @@ def test_the_siblings_of_a_dead_actor_go_on_from_their_state(make_ray_vec, count
         assert envs.reset() == twin.reset()
         obs, rewards, _, truncated, infos = envs.step([GUESSES[0]] * 2 + [fault, GUESSES[0]])
         expected = twin.step({0: GUESSES[0], 1: GUESSES[0], 3: GUESSES[0]})
-        # envs 0 and 1 answered before env 2 killed the actor; env 3 ran after it, in the new actor
+        # envs 0 and 1 ran before env 2 killed the actor; env 3 ran after it, in the new actor. A
+        # SIGKILL can beat the reply of a call the actor had finished out of it: the call then runs
+        # again in the new actor, which env 1 (restored from its snapshot) answers as before, while
+        # env 0, which has no state, reports its episode lost at once, as well as on its next call
+        lost_at_once = "episode_lost" in infos[0]
+        assert not lost_at_once or fault == "die"
         for k, i in enumerate((0, 1, 3)):
+            if i == 0 and lost_at_once:
+                assert np.isnan(rewards[0]) and truncated[0]
+                continue
             assert (obs[i], rewards[i], infos[i]) == (expected[0][k], expected[1][k], expected[4][k])
         assert truncated[2] and infos[2]["error_type"] == ("WorkerDied" if fault == "die" else "StepTimeout")
         for step, guess in enumerate(GUESSES[1:]):
             obs, rewards, terminated, truncated, infos = envs.step([guess] * 4)
             expected = twin.step({1: guess, 3: guess})
-            if step == 0:  # env 0 has no state: its episode died with the actor, and it says so
+            if step == 0:  # env 0 has no state: its episode died with the actor (the first actor,
+                # or, if lost at once, the fresh one its lost call ran again in), and it says so
                 assert np.isnan(rewards[0]) and truncated[0] and "episode_lost" in infos[0]
             assert [obs[1], obs[3]] == expected[0] and [infos[1], infos[3]] == expected[4]
             assert [rewards[1], rewards[3], terminated[1], terminated[3], truncated[1], truncated[3]] == \

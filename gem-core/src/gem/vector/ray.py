@@ -9,11 +9,13 @@ The cluster is the one this process is already connected to (``ray.init`` was ca
 else ``address`` (``backend_kwargs={"address": "head-host:6379"}``), else the
 ``RAY_ADDRESS`` environment variable, else a new local Ray instance; ``init_kwargs`` go
 to ``ray.init``. An actor that dies (its process killed, its node lost) is replaced by a
-new actor with fresh envs, as is one that hangs past ``step_timeout``; the call it was
-running fails and the other envs it held go on in the new actor from their last
-snapshots, the calls since replayed (only envs without a state, or whose replay answers
-otherwise than before, report their lost episodes on their next call), as with the
-process backend's dead worker (``restore_siblings=False`` turns that off, as there).
+new actor whose envs go back to their last snapshots, the calls since replayed, and the
+calls the dead one left unanswered run again there one at a time: only a call that kills
+the new actor too fails (a death says nothing of which call, if any, caused it). One that
+hangs past ``step_timeout`` is replaced the same way, and its call fails. Only envs
+without a state, or whose replay answers otherwise than before, report their lost
+episodes on their next call, as with the process backend's dead worker
+(``restore_siblings=False`` turns snapshots off, as there).
 
 >>> envs = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 64, backend="ray",  # doctest: +SKIP
 ...                     backend_kwargs={"address": "head-host:6379"})
@@ -172,9 +174,10 @@ class RayVectorEnv(VectorEnv):
                     reason: str | None, known: bool = False) -> None:
         """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
         that call fails, the actor's other envs go on in the new one
-        (:meth:`~gem.host.recovery.Recovery.worker_lost`). A death with several calls unanswered
-        does not say which one ran (see :meth:`_rerun`), unless ``known``."""
-        if reason is not None and len(pending) > 1 and not known:
+        (:meth:`~gem.host.recovery.Recovery.worker_lost`). A death does not say which call, if
+        any, caused it (the actor can be killed from outside between two calls, and ``ray.kill``
+        lands when it lands), so unless ``known`` the calls run again first (:meth:`_rerun`)."""
+        if reason is not None and not known:
             self._rerun(position, [call for call, _ in pending], results, reason)
             return
         self._replace(position)
