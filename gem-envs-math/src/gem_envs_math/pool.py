@@ -33,10 +33,14 @@ what else is in flight:
   for several env processes on a small machine. Accounting rather than a cgroup: a cgroup
   needs root or a delegated hierarchy, and the kernel's OOM killer inside one cannot tell
   the answer that went over by itself from the ones beside it.
-- **Cheap replacement.** Workers are forked from a template process that imported the
+- **A warm sandbox.** Workers are forked from a template process that imported the
   grading modules once (a fork server), so replacing a killed worker costs milliseconds,
-  not the seconds of a fresh interpreter importing sympy. :class:`_Template` is the one
-  place workers are started.
+  not the seconds of a fresh interpreter importing sympy, and a worker back from a job
+  takes the next one. Where gem-tools is installed and a sandbox works, the template runs
+  in it (gem-tools' :mod:`~gem_tools.sandbox.helper`), so every worker is born isolated:
+  no network, read-only files, a private ``/tmp``, an unprivileged uid. The scheduler
+  here still supervises each worker through its pidfd and its pid in this namespace.
+  :class:`_Template` is the one place workers are started.
 
 Deadlines, restarts and losses are named as in gem-core's env host (:mod:`gem.host`): a
 job past its deadline is a step timeout (status :data:`TIMEOUT`, the host's
@@ -201,8 +205,10 @@ def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> N
     A preloaded module may define ``warm_up()``: it runs here, once, so that lazy
     initialisation (parser tables, caches) is inherited by every worker instead of being
     paid in each. A request is one byte with a socket attached (SCM_RIGHTS); the child
-    serves jobs on that socket, the reply is the child's pid. Children are reaped by the kernel
-    (SIGCHLD ignored), so killed workers never linger as zombies.
+    serves jobs on that socket, the reply is one byte with a pidfd of the child attached
+    (a pid would be the sandbox's own, where the template runs in a pid namespace).
+    Children are reaped by the kernel (SIGCHLD ignored), so killed workers never linger
+    as zombies.
     """
     control = socket.socket(fileno=control_fd)
     for name in preload:
@@ -232,21 +238,35 @@ def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> N
             finally:
                 os._exit(0)
         os.close(fds[0])
-        control.sendall(pid.to_bytes(8, "little"))
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:  # died at once: the reply is without one, its socket reads EOF
+            control.sendall(b"d")
+            continue
+        socket.send_fds(control, [b"p"], [pidfd])
+        os.close(pidfd)
+
+
+def _host_pid(pidfd: int) -> int:
+    """The pid, in this process's pid namespace, of the process ``pidfd`` refers to (-1: it
+    is gone)."""
+    with open(f"/proc/self/fdinfo/{pidfd}", encoding="ascii") as info:
+        for line in info:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise OSError("this kernel's fdinfo does not say a pidfd's pid")
 
 
 class _Worker:
-    """One forked worker: its job socket, a pidfd to signal it safely, and its last
-    sampled resident memory (``rss``, bytes)."""
+    """One forked worker: its job socket, a pidfd to signal it safely (None: it died at
+    once, its socket reads EOF and the job is "crashed"), its pid here (``/proc`` reads),
+    and its last sampled resident memory (``rss``, bytes)."""
 
-    def __init__(self, pid: int, conn: Connection) -> None:
-        self.pid = pid
+    def __init__(self, pidfd: int | None, conn: Connection) -> None:
+        self.pidfd = pidfd
+        self.pid = -1 if pidfd is None else _host_pid(pidfd)
         self.conn = conn
         self.rss = 0
-        try:
-            self.pidfd: int | None = os.pidfd_open(pid)
-        except ProcessLookupError:
-            self.pidfd = None  # died at once: its socket reads EOF, the job is "crashed"
 
     def usage(self) -> tuple[float, float | None] | None:
         """Seconds it has run on a CPU and waited for one (None where the kernel does not
@@ -293,25 +313,83 @@ class _Worker:
         self.conn.close()
 
 
+def _sandbox_setting() -> bool | None:
+    """``GEM_MATH_GRADER_SANDBOX``: ``0`` never sandbox the graders, ``1`` always (a pool
+    whose sandbox cannot start fails), unset: where it works."""
+    configured = os.environ.get("GEM_MATH_GRADER_SANDBOX", "").strip()
+    if configured not in ("", "0", "1"):
+        raise ValueError(f"GEM_MATH_GRADER_SANDBOX={configured!r}: set it to 0, 1 or leave it unset")
+    return None if not configured else configured == "1"
+
+
+def _helper_launch(args: list[str], env: dict[str, str]) -> tuple[Any, str]:
+    """gem-tools' launch of a sandboxed helper running ``python -s ARGS``, and the backend's
+    name; or None and why none can start here."""
+    try:
+        from gem_tools.sandbox import SandboxUnavailableError
+        from gem_tools.sandbox.helper import helper_launch
+    except ImportError:
+        return None, "gem-tools is not installed (pip install 'gem-envs-math[sandbox]')"
+    try:
+        launch = helper_launch(args, env=env)
+    except (SandboxUnavailableError, OSError, ValueError) as exc:
+        return None, str(exc).split(". ")[0]
+    return launch, launch.argv[0].rsplit("/", 1)[-1]
+
+
 class _Template:
-    """The fork-server process, started as ``python -m gem_envs_math.pool``.
+    """The fork-server process, started as ``python -m gem_envs_math.pool``: in gem-tools'
+    sandbox where one works (``sandbox=None``; ``True`` requires it, ``False`` never), so
+    that every worker forked from it is born in that isolation (no network, read-only
+    system and packages, a private ``/tmp``, an unprivileged uid), else as a plain process.
 
     A plain subprocess rather than ``multiprocessing``: spawn and forkserver re-import the
     parent's ``__main__``, which breaks user scripts without an ``if __name__`` guard, and
     forking the caller is unsafe once threads run. The template itself runs no threads,
-    so forking it is safe.
+    so forking it is safe. A sandboxed template dies with the thread that started it: the
+    pool's scheduler thread starts it.
     """
 
-    def __init__(self, memory_mb: int | None, preload: Sequence[str]) -> None:
+    def __init__(self, memory_mb: int | None, preload: Sequence[str], sandbox: bool | None = None) -> None:
+        #: where its workers run: ``"bwrap sandbox"`` or ``"unshare sandbox"``, or ``"unsandboxed"``
+        self.isolation = "unsandboxed"
+        #: why it runs so
+        self.why = "turned off: GEM_MATH_GRADER_SANDBOX=0 or GradingPool(sandbox=False)"
+        if sandbox is not False:
+            try:
+                self._start(memory_mb, preload, sandboxed=True)
+                return
+            except RuntimeError as exc:
+                if sandbox:
+                    raise
+                self.why = str(exc)
+        self._start(memory_mb, preload, sandboxed=False)
+
+    def _start(self, memory_mb: int | None, preload: Sequence[str], sandboxed: bool) -> None:
         ours, theirs = socket.socketpair()
-        command = [sys.executable, "-m", "gem_envs_math.pool", str(theirs.fileno()), str(memory_mb or 0), *preload]
+        args = ["-m", "gem_envs_math.pool", str(theirs.fileno()), str(memory_mb or 0), *preload]
         # one thread per worker: BLAS thread pools would only reserve address space
         # (which the memory limit counts) for nothing
-        env = {**os.environ, **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}
+        threads = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+        popen: dict[str, Any] = {"env": {**os.environ, **threads}}
+        argv = [sys.executable, *args]
+        launch = None
+        if sandboxed:
+            launch, name = _helper_launch(args, threads)
+            if launch is None:
+                ours.close()
+                theirs.close()
+                raise RuntimeError(f"no sandbox for the grading workers: {name}")
+            argv = launch.argv
+            popen = {"env": launch.env, "cwd": launch.cwd, "user": launch.user, "group": launch.group,
+                     "extra_groups": [] if launch.user is not None else None}  # fmt: skip
         try:
-            self.process = subprocess.Popen(command, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
+            self.process = subprocess.Popen(argv, pass_fds=(*(launch.pass_fds if launch else ()), theirs.fileno()),
+                                            stdin=subprocess.DEVNULL, start_new_session=True, **popen)  # fmt: skip
         finally:
             theirs.close()
+            if launch is not None:
+                launch.close()
         self.control = ours
         ready = select.select([ours], [], [], _START_TIMEOUT)[0] and ours.recv(len(_READY)) == _READY
         if not ready:
@@ -321,29 +399,32 @@ class _Template:
                 code = None
             self.close()
             why = f"exited with code {code} (its error is on stderr)" if code and code > 0 else "did not start in time"
-            raise RuntimeError(f"a grading worker preloading {list(preload)} {why}")
+            where = f" in a sandbox ({name})" if sandboxed else ""
+            raise RuntimeError(f"a grading worker preloading {list(preload)}{where} {why}")
+        if sandboxed:
+            self.isolation, self.why = f"{name} sandbox", "forked from a grading template kept in the sandbox"
 
     def fork(self) -> _Worker:
         """A fresh worker (raises OSError if the template is gone)."""
         ours, theirs = socket.socketpair()
         try:
             socket.send_fds(self.control, [b"f"], [theirs.fileno()])
-            reply = b""
-            while len(reply) < 8:
-                chunk = self.control.recv(8 - len(reply))
-                if not chunk:
-                    raise OSError("the grading template process exited")
-                reply += chunk
+            reply, fds, _, _ = socket.recv_fds(self.control, 1, 1)
+            if not reply:
+                raise OSError("the grading template process exited")
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-        return _Worker(int.from_bytes(reply, "little"), Connection(ours.detach()))
+        return _Worker(fds[0] if fds else None, Connection(ours.detach()))
 
     def close(self) -> None:
         self.control.close()
-        self.process.kill()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # its session: a sandbox's launcher and what it started
+        except (ProcessLookupError, PermissionError):
+            self.process.kill()
         self.process.wait()
 
 
@@ -390,7 +471,9 @@ class GradingPool:
     ``memory_mb`` limits each worker's address space; ``max_processes`` caps worker
     processes (running plus paused); ``memory_budget_mb`` bounds the workers' summed RSS
     (default ``GEM_MATH_GRADER_MEMORY_BUDGET_MB``, else :data:`DEFAULT_MEMORY_BUDGET_MB`
-    or 256 MiB per worker if more; 0 for none).
+    or 256 MiB per worker if more; 0 for none). ``sandbox``: whether the workers are born
+    in gem-tools' sandbox (see :class:`_Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
+    where it works); :meth:`isolation` says where they run.
 
     >>> with GradingPool(workers=1, timeout=1.0) as pool:
     ...     pool.compare("9^{9^{9^9}}", "1").status
@@ -405,8 +488,10 @@ class GradingPool:
         preload: Sequence[str] = ("gem_envs_math.verify",),
         max_processes: int = DEFAULT_MAX_PROCESSES,
         memory_budget_mb: int | None = None,
+        sandbox: bool | None = None,
     ) -> None:
         self.size = workers or _default_workers()
+        self.sandbox = _sandbox_setting() if sandbox is None else sandbox
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.preload = tuple(preload)
@@ -445,12 +530,44 @@ class GradingPool:
             if self._closed:
                 raise RuntimeError("the grading pool is closed")
             if self._template is None:
-                # started in the caller, so that a template that cannot start raises here
-                self._template = _Template(self.memory_mb, self.preload)
-                self._thread = threading.Thread(target=self._schedule_loop, daemon=True, name="gem-math-grader")
-                self._thread.start()
+                self._launch()
             self._inbox.append(_Job(payload, limit, on_done))
             self._wake()
+
+    def _launch(self) -> None:
+        """Start the scheduler thread, which starts the template (a sandboxed one dies with
+        the thread that started it) before it schedules; wait for it here, so that a template
+        that cannot start raises in the caller. Call with ``_lock`` held."""
+        started = threading.Event()
+        failed: list[BaseException] = []
+
+        def main() -> None:
+            try:
+                self._template = _Template(self.memory_mb, self.preload, self.sandbox)
+            except BaseException as exc:
+                failed.append(exc)
+                return
+            finally:
+                started.set()
+            self._schedule_loop()
+
+        thread = threading.Thread(target=main, daemon=True, name="gem-math-grader")
+        thread.start()
+        started.wait()
+        if failed:
+            raise failed[0]
+        self._thread = thread
+
+    def isolation(self) -> tuple[str, str]:
+        """``(where, why)``: where the workers run (``"bwrap sandbox"``, ``"unshare sandbox"``
+        or ``"unsandboxed"``) and why; starts the template if none runs yet."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the grading pool is closed")
+            if self._template is None:
+                self._launch()
+            assert self._template is not None
+            return self._template.isolation, self._template.why
 
     def call(self, function: str, *args: Any, timeout: float | None = None) -> Outcome:
         """Run ``function`` (``"module:name"``, importable in the worker) on ``args``
@@ -693,7 +810,7 @@ class GradingPool:
                 return None
             self._template.close()
             try:
-                self._template = _Template(self.memory_mb, self.preload)
+                self._template = _Template(self.memory_mb, self.preload, self.sandbox)
                 worker = self._template.fork()
             except (OSError, RuntimeError):
                 return None
@@ -701,10 +818,14 @@ class GradingPool:
         return worker
 
     def _prefork(self) -> None:
-        """Keep ``workers`` idle spares, so a job rarely waits for a fork (one per pass of
-        the loop, only while nothing waits and the memory budget has room for one)."""
+        """Keep a worker ready for each of the ``workers`` slots no job runs in, so a job
+        rarely waits for a fork (one per pass of the loop, only while nothing waits and the
+        memory budget has room for one). A worker back from a job takes its slot again:
+        forking a spare beside every running job would retire a warm worker per job, and
+        make each grade pay for a fork in the scheduler's thread."""
         busy = len(self._running) + len(self._paused)
-        if self._queued or len(self._idle) >= self.size or busy + len(self._idle) >= self.max_processes:
+        if self._queued or len(self._idle) + len(self._running) >= self.size or \
+                busy + len(self._idle) >= self.max_processes:
             return
         if self._budget and self._resident() + self._spare_rss > self._budget:
             return
@@ -816,6 +937,13 @@ def shared_pool(kind: str = "math") -> GradingPool:
         if kind not in _shared or _shared[kind].closed:
             _shared[kind] = GradingPool(preload=POOL_KINDS[kind])
         return _shared[kind]
+
+
+def sandboxed() -> list[tuple[str, str, str]]:
+    """What ``gem sandbox`` shows of this suite (entry point ``gem_tools.sandboxed``): where
+    a pool's grading workers run here, and why, found by starting one."""
+    with GradingPool(workers=1) as pool:
+        return [("math grader workers", *pool.isolation())]
 
 
 @atexit.register

@@ -115,7 +115,29 @@ def cmd_sandbox(argv: list[str]) -> int:
     box.run_python("pass")  # a zygote that cannot start shows up as the reason for the cold path
     path, why = box.path()
     print(f"python runs: {path} ({why}); commands: cold (a fresh sandbox each)")
+    for line in _sandboxed_elsewhere():
+        print(line)
     return 0
+
+
+#: entry-point group through which other packages say what of theirs runs in the sandbox:
+#: each names a callable that returns ``(what, where, why)`` triples (e.g. gem-envs-math's
+#: grading workers), for ``gem sandbox`` to show
+SANDBOXED_GROUP = "gem_tools.sandboxed"
+
+
+def _sandboxed_elsewhere() -> list[str]:
+    from importlib.metadata import entry_points
+
+    lines = []
+    for entry in sorted(entry_points(group=SANDBOXED_GROUP), key=lambda e: e.name):
+        try:
+            triples = entry.load()()
+        except Exception as exc:  # one package's report must not hide the others'
+            lines.append(f"{entry.name}: cannot say ({type(exc).__name__}: {exc})")
+            continue
+        lines += [f"{what}: {where} ({why})" for what, where, why in triples]
+    return lines
 
 
 @hookimpl
