@@ -30,8 +30,9 @@ def in_process(pairs: list[tuple[str, str]]) -> tuple[float, int]:
     return time.perf_counter() - started, correct
 
 
-def pooled(pairs: list[tuple[str, str]], workers: int) -> tuple[float, int, int]:
+def pooled(pairs: list[tuple[str, str]], workers: int) -> tuple[float, int, int, str]:
     with GradingPool(workers=workers, timeout=10.0) as pool:
+        where, _ = pool.isolation()
         # start the workers first: process start-up is not grading throughput
         with ThreadPoolExecutor(workers) as warm:
             list(warm.map(lambda _: pool.call("math:sqrt", 1.0), range(workers)))
@@ -41,7 +42,7 @@ def pooled(pairs: list[tuple[str, str]], workers: int) -> tuple[float, int, int]
             outcomes = list(callers.map(lambda pair: pool.call(COMPARE, *pair), pairs))
         seconds = time.perf_counter() - started
         timeouts = sum(o.status != "ok" for o in outcomes)
-        return seconds, sum(o.value is True for o in outcomes), timeouts
+        return seconds, sum(o.value is True for o in outcomes), timeouts, where
 
 
 def main() -> None:
@@ -57,17 +58,19 @@ def main() -> None:
     seconds, correct = in_process(pairs)
     rows.append({"mode": "in-process, unsupervised", "workers": 0, "seconds": seconds, "correct": correct})
     for workers in (int(w) for w in args.workers.split(",")):
-        seconds, correct, failed = pooled(pairs, workers)
+        seconds, correct, failed, where = pooled(pairs, workers)
         rows.append({"mode": "supervised pool", "workers": workers, "seconds": seconds, "correct": correct,
-                     "timeouts": failed})  # fmt: skip
+                     "timeouts": failed, "isolation": where})  # fmt: skip
 
-    print(f"MATH-500 reference answers: {len(pairs)} grades, {os.cpu_count()} CPUs")
-    print(f"{'mode':<26} {'workers':>7} {'answers/s':>10} {'seconds':>8} {'correct':>8}")
+    print(f"MATH-500 reference answers: {len(pairs)} grades, {os.cpu_count()} CPUs; "
+          f"pool workers: {rows[-1].get('isolation', '-')}")  # fmt: skip
+    print(f"{'mode':<26} {'workers':>7} {'answers/s':>10} {'seconds':>8} {'correct':>8} {'vs in-process':>14}")
     for row in rows:
         row["answers_per_s"] = len(pairs) / row["seconds"]
         workers = row["workers"] or "-"
+        ratio = row["answers_per_s"] / rows[0]["answers_per_s"]
         print(f"{row['mode']:<26} {workers:>7} {row['answers_per_s']:>10.1f} {row['seconds']:>8.2f} "
-              f"{row['correct']:>5}/{len(pairs)}")  # fmt: skip
+              f"{row['correct']:>5}/{len(pairs)} {ratio:>13.2f}x")  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
             json.dump(rows, handle, indent=2)
