@@ -52,8 +52,12 @@ def _turns(traj):
 
 @pytest.mark.parametrize("processes, fault, env_id", RUNNER_CASES,
                          ids=lambda v: {None: "threads", 1: "processes"}.get(v, v))
-def test_a_run_records_a_fault_on_its_episode_and_the_others_finish(count_registry, processes, fault, env_id):
+def test_a_run_records_a_fault_on_its_episode_and_the_others_finish(count_registry, processes, fault, env_id,
+                                                                    monkeypatch):
     count_registry.register(STATELESS, "gem.testing.envs:StatelessFaultyEnv")
+    # workers fork, so they know the ids registered here: a thread an earlier test left alive
+    # (a daemon winding down) would otherwise make them start from a forkserver, which does not
+    monkeypatch.setattr("gem.runner_processes.default_start_method", lambda: "fork")
 
     async def act(observation, context):
         if context.index == 0 and context.turn == 0:

@@ -329,7 +329,7 @@ def _helper_launch(args: list[str], env: dict[str, str]) -> tuple[Any, str]:
         from gem_tools.sandbox import SandboxUnavailableError
         from gem_tools.sandbox.helper import helper_launch
     except ImportError:
-        return None, "gem-tools is not installed (pip install 'gem-envs-math[sandbox]')"
+        return None, "gem-tools is not installed (from a clone: pip install -e gem-tools)"
     try:
         launch = helper_launch(args, env=env)
     except (SandboxUnavailableError, OSError, ValueError) as exc:
