@@ -326,15 +326,15 @@ def _helper_launch(args: list[str], env: dict[str, str]) -> tuple[Any, str]:
     """gem-tools' launch of a sandboxed helper running ``python -s ARGS``, and the backend's
     name; or None and why none can start here."""
     try:
-        from gem_tools.sandbox import SandboxUnavailableError
+        from gem_tools.sandbox import SandboxUnavailableError, resolve_backend
         from gem_tools.sandbox.helper import helper_launch
     except ImportError:
         return None, "gem-tools is not installed (from a clone: pip install -e gem-tools)"
     try:
-        launch = helper_launch(args, env=env)
+        backend = resolve_backend("auto").name
+        return helper_launch(args, backend=backend, env=env), backend
     except (SandboxUnavailableError, OSError, ValueError) as exc:
         return None, str(exc).split(". ")[0]
-    return launch, launch.argv[0].rsplit("/", 1)[-1]
 
 
 class _Template:

@@ -24,13 +24,10 @@ from collections.abc import Mapping, Sequence
 
 from gem_tools.sandbox.backends import Job, Launch
 from gem_tools.sandbox.layout import WORKDIR, interpreter, sandbox_env
-from gem_tools.sandbox.limits import Limits
+from gem_tools.sandbox.limits import CEILINGS, Limits
 
 #: where the entries of the import path appear inside the sandbox (``/gem/path/0``, ...)
 PATH_DIR = "/gem/path"
-#: ceilings of a helper itself: the processes it forks lower them for their own work
-HELPER_LIMITS = Limits(timeout=1 << 30, cpu_time=1 << 30, memory=1 << 44, file_size=1 << 30, open_files=4096,
-                       processes=1 << 16)  # fmt: skip
 
 
 def import_path() -> list[str]:
@@ -62,8 +59,8 @@ def helper_launch(args: Sequence[str], backend: str = "auto", env: Mapping[str, 
     binds = tuple((host, f"{PATH_DIR}/{i}") for i, host in enumerate(import_path()))
     seen = dataclasses.replace(base, packages=binds)
     extra = {**(env or {}), "PYTHONPATH": ":".join(inside for _, inside in binds)}
-    limits = dataclasses.replace(HELPER_LIMITS, tmp_size=tmp_size)
+    limits = Limits(tmp_size=tmp_size, **CEILINGS)
     return chosen.launch(Job([base.executable, "-s", *args], {}, sandbox_env(WORKDIR, extra), limits, seen))
 
 
-__all__ = ["HELPER_LIMITS", "PATH_DIR", "helper_launch", "import_path"]
+__all__ = ["PATH_DIR", "helper_launch", "import_path"]

@@ -68,3 +68,8 @@ class Limits:
         if "memory" in changes and "run_memory" not in changes and self.run_memory == self.memory:
             changes["run_memory"] = None
         return replace(self, **changes)
+
+
+#: rlimits of a long-lived process of ours in the sandbox (a warm zygote, a helper): only
+#: ceilings for the processes it forks, which lower them for their own work
+CEILINGS = dict(cpu_time=1 << 30, memory=1 << 44, file_size=1 << 44, open_files=1024, processes=1 << 16)

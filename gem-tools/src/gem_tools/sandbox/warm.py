@@ -34,7 +34,7 @@ from typing import Any
 from gem_tools.sandbox import cgroups
 from gem_tools.sandbox.backends import Backend, Job, Launch, _rlimits
 from gem_tools.sandbox.layout import Interpreter
-from gem_tools.sandbox.limits import Limits
+from gem_tools.sandbox.limits import CEILINGS, Limits
 from gem_tools.sandbox.runner import Process, kill_uid
 
 _SOURCE = Path(__file__).with_name("_zygote.py").read_text(encoding="utf-8")
@@ -46,7 +46,7 @@ REPLY_TIMEOUT = 5.0
 #: room above a zygote's memory at its start for what it holds later (compiled scripts)
 BASELINE_SLACK = 8 << 20
 #: rlimits of the zygote itself: only ceilings for the runs, which lower them
-_ZYGOTE_LIMITS = dict(cpu_time=1 << 30, memory=1 << 44, file_size=1 << 44, open_files=1024, processes=1 << 16)
+_ZYGOTE_LIMITS = CEILINGS
 
 
 class WarmUnavailable(RuntimeError):
