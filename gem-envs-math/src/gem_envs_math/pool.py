@@ -36,7 +36,10 @@ what else is in flight:
 - **A warm sandbox.** Workers are forked from a template process that imported the
   grading modules once (a fork server), so replacing a killed worker costs milliseconds,
   not the seconds of a fresh interpreter importing sympy, and a worker back from a job
-  takes the next one. Where gem-tools is installed and a sandbox works, the template runs
+  takes the next one. Up to ``workers + 1`` idle workers are kept: the extra one takes
+  the job a pause lets in, since a fresh fork pays for copying every page of the
+  template it touches (about 30 ms of CPU per sympy grade), which a kept worker has
+  paid once. Where gem-tools is installed and a sandbox works, the template runs
   in it (gem-tools' :mod:`~gem_tools.sandbox.helper`), so every worker is born isolated:
   no network, read-only files, a private ``/tmp``, an unprivileged uid. The scheduler
   here still supervises each worker through its pidfd and its pid in this namespace.
@@ -792,9 +795,16 @@ class GradingPool:
             return
         if job in self._paused:
             worker.signal(signal.SIGCONT)  # it replied just before it was paused
-        if len(self._idle) < self.size and worker.measure_rss() <= self._spare_rss + _RETAINED:
+        (self._paused if job in self._paused else self._running).remove(job)
+        # up to one idle worker more than the slots: the job a pause lets in runs on it, not on a fresh fork
+        if len(self._idle) <= self.size and worker.measure_rss() <= self._spare_rss + _RETAINED:
             with self._lock:
                 self._idle.append(worker)
+                self._queued += self._inbox
+                self._inbox.clear()
+            # the worker takes the next job before this one's caller is woken: one worker
+            # otherwise idles while the caller runs (it holds the GIL) and the loop comes round
+            self._dispatch(time.monotonic())
         else:
             self._retire(worker)
         self._finish(job, "ok" if ok else "error", value)
