@@ -44,8 +44,9 @@ SIBLINGS: dict[str, list[str]] = {
     # its own session runs what needs no framework (import guards, gem serve without OpenEnv, the old paths);
     # each framework's tests run in integration(framework=...)
     "gem-integrations": ["gem-core"],
-    # gem-envs-multi: the self-play test trains on a multi: game; gem-evals: `gem eval` on gem-train's engines
-    "gem-train": ["gem-core", "gem-evals", "gem-envs-games", "gem-envs-multi"],
+    # gem-envs-multi: the self-play test trains on a multi: game; gem-evals: `gem eval` on gem-train's engines;
+    # gem-tools and gem-envs-math: the tool family's run (math behind the python tool, in the sandbox)
+    "gem-train": ["gem-core", "gem-evals", "gem-envs-games", "gem-envs-multi", "gem-tools", "gem-envs-math"],
 }
 
 #: pip installs that must come before the package itself (torch first: an unpinned torch

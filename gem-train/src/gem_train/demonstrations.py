@@ -25,19 +25,79 @@ class AnswerOracle:
     def reset(self) -> None:
         pass
 
-    def act(self, observation: str) -> str:
+    def reference(self) -> str:
+        """The env's reference answer for the current episode."""
         answer = getattr(self.env.unwrapped, "answer", None)
         if answer is None:
             raise ValueError(f"env.demonstrator=answer needs an env that keeps its reference answer as `answer`; "
                              f"{type(self.env.unwrapped).__name__} has none")
+        if isinstance(answer, (list, tuple)) and answer:  # QA: aliases, the first is the canonical one
+            answer = answer[0]
+        return str(answer)
+
+    def act(self, observation: str) -> str:
+        return f"\\boxed{{{self.reference()}}}"
+
+
+def tool_names(env: Any) -> list[str]:
+    """Names of the tools a tool wrapper (gem-tools' ``ToolEnvWrapper``) in ``env``'s wrapper chain offers."""
+    while env is not None:
+        tools = getattr(env, "tools", None)
+        if isinstance(tools, list):
+            return [str(getattr(tool, "name", "")) for tool in tools]
+        env = getattr(env, "env", None)
+    return []
+
+
+#: what the python tool puts before a program's output (gem-tools' PythonCodeTool)
+_RESULT = "Code execution result:"
+
+
+class ToolAnswerOracle(AnswerOracle):
+    """A tool-using teacher: its first reply calls the env's tool, its last answers from what the tool said.
+
+    Behind the python tool it writes a program that prints the reference answer, then boxes the
+    program's output (so the answer it gives is the one the tool returned, and the warm start learns to
+    call the tool and read its result); behind the search tool it searches for the question, then
+    boxes the reference answer. Like :class:`AnswerOracle` it reads the answer: for warm starts only."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        tools = tool_names(env)
+        if "python" in tools:
+            self.tool = "python"
+        elif "search" in tools:
+            self.tool = "search"
+        else:
+            raise ValueError(f"env.demonstrator=tool_answer needs a python or search tool wrapper in env.wrappers "
+                             f"(python_tool, search_tool, ...); this env's tools: {tools or 'none'}")
+        self.called = False
+
+    def reset(self) -> None:
+        self.called = False
+
+    def act(self, observation: str) -> str:
+        answer = self.reference()
+        if not self.called:
+            self.called = True
+            if self.tool == "python":
+                return f"<python>\nprint({answer!r})\n</python>"
+            question = observation.strip().splitlines()[0] if observation.strip() else answer
+            return f"<search>{question[:200]}</search>"
+        if self.tool == "python" and _RESULT in observation:
+            printed = observation.split(_RESULT, 1)[1].strip()
+            if printed:
+                return f"\\boxed{{{printed.splitlines()[-1].strip()}}}"
         return f"\\boxed{{{answer}}}"
 
 
 def demonstrator_factory(spec: str) -> Callable[[Any], Any]:
-    """``"solver"`` (the games suite's ``solver_for``), ``"answer"`` (:class:`AnswerOracle`) or
-    ``"module:factory"``; factory(env) -> demonstrator."""
+    """``"solver"`` (the games suite's ``solver_for``), ``"answer"`` (:class:`AnswerOracle`), ``"tool_answer"``
+    (:class:`ToolAnswerOracle`) or ``"module:factory"``; factory(env) -> demonstrator."""
     if spec == "answer":
         return AnswerOracle
+    if spec == "tool_answer":
+        return ToolAnswerOracle
     if spec == "solver":
         try:
             from gem_envs_games.solvers import solver_for

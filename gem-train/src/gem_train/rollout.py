@@ -111,6 +111,13 @@ class Episode:
         return is_format_error(self.trajectory.turns[-1])
 
     @property
+    def tool_calls(self) -> int:
+        """Turns whose action a tool wrapper ran as a tool call (``info["use_tool"]``, gem-tools' wrappers)."""
+        if self.trajectory is None:
+            return 0
+        return sum(bool(turn.info.get("use_tool")) for turn in self.trajectory.turns)
+
+    @property
     def error(self) -> str | None:
         """Why the episode stopped early (``"StepTimeoutError: ..."``), when a rollout limit let it fail alone."""
         return self.trajectory.error if self.trajectory is not None else None

@@ -88,6 +88,8 @@ def episode_metrics(episodes: list[Episode], prefix: str = "",
         "return": sum(ep.total_return for ep in episodes),
         "success": float(sum(ep.success for ep in episodes)),
         "format_errors": float(sum(ep.format_error for ep in episodes)),
+        # calls a tool wrapper ran (python, search, MCP), per episode
+        "tool_calls": float(sum(ep.tool_calls for ep in episodes)),
         "turns": float(len(turns)),
         "response_tokens": float(sum(len(t.response_ids) for t in turns)),
         "prompt_tokens": float(sum(len(t.prompt_ids) for t in turns)),
