@@ -50,8 +50,10 @@ class EnvConfig:
     # more env ids evaluated with the training env at every evaluation (same wrappers, eval seeds, max_turns)
     eval_ids: list[str] = field(default_factory=list)
     # demonstrator for the SFT warm start: "solver" (the games suite's solver for the env), "answer" (writes the
-    # env's reference answer in \boxed{}: math envs) or "module:factory" where factory(env) returns an object with
-    # reset() and act(observation) -> str
+    # env's reference answer in \boxed{}, or in <answer></answer> where the env asks for that: math, reasoning-gym,
+    # QA envs), "tool_answer" (calls the env's python or search tool first, then answers: behind a tool wrapper),
+    # "solution" (the env's own solution: terminal tasks' commands, code problems' reference program) or
+    # "module:factory" where factory(env) returns an object with reset() and act(observation) -> str
     demonstrator: str = "solver"
     # multi-agent ids: the learning policy plays every seat (gem_train.selfplay); evaluation plays the id as
     # registered, against its scripted opponent

@@ -8,6 +8,7 @@ template as RL, so the warm start trains on exactly the prompts RL will see.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import Any
@@ -36,7 +37,44 @@ class AnswerOracle:
         return str(answer)
 
     def act(self, observation: str) -> str:
-        return f"\\boxed{{{self.reference()}}}"
+        return answer_in_format(self.reference(), observation)
+
+
+def answer_in_format(answer: str, prompt: str) -> str:
+    """``answer`` as the env asks for it: ``<answer>...</answer>`` where the prompt says so (the QA suite), else
+    ``\\boxed{...}`` (math, reasoning-gym).
+
+    >>> answer_in_format("Paris", "Then, provide your final answer using: <answer> your answer here </answer>")
+    '<answer>Paris</answer>'
+    """
+    if "<answer>" in prompt and "\\boxed" not in prompt:
+        return f"<answer>{answer}</answer>"
+    return f"\\boxed{{{answer}}}"
+
+
+class SolutionOracle:
+    """Plays the env's own solution: the actions of ``env.solution()`` in turn (the terminal suite's tasks), or
+    a code problem's reference program in a python block (the code suite's ``problem.meta["canonical"]``)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.actions: list[str] = []
+
+    def reset(self) -> None:
+        base = self.env.unwrapped
+        solution = getattr(base, "solution", None)
+        if callable(solution):
+            self.actions = list(solution())
+            return
+        canonical = getattr(getattr(base, "problem", None), "meta", {}).get("canonical")
+        if canonical is None:
+            raise ValueError(f"env.demonstrator=solution needs an env with solution() (terminal tasks) or a code "
+                             f"problem with a reference program; {type(base).__name__} has neither")
+        self.actions = [f"```python\n{canonical.strip()}\n```"]
+
+    def act(self, observation: str) -> str:
+        # a multi-turn code env asks again after a failed test: the reference program is the answer again
+        return self.actions.pop(0) if len(self.actions) > 1 else self.actions[0]
 
 
 def tool_names(env: Any) -> list[str]:
@@ -71,33 +109,36 @@ class ToolAnswerOracle(AnswerOracle):
         else:
             raise ValueError(f"env.demonstrator=tool_answer needs a python or search tool wrapper in env.wrappers "
                              f"(python_tool, search_tool, ...); this env's tools: {tools or 'none'}")
-        self.called = False
+        self.prompt: str | None = None
 
     def reset(self) -> None:
-        self.called = False
+        self.prompt = None
 
     def act(self, observation: str) -> str:
         answer = self.reference()
-        if not self.called:
-            self.called = True
+        if self.prompt is None:
+            self.prompt = observation
             if self.tool == "python":
                 return f"<python>\nprint({answer!r})\n</python>"
-            question = observation.strip().splitlines()[0] if observation.strip() else answer
-            return f"<search>{question[:200]}</search>"
+            question = re.search(r"Question:\s*(.+)", observation)
+            return f"<search>{(question.group(1) if question else answer).strip()[:200]}</search>"
         if self.tool == "python" and _RESULT in observation:
             printed = observation.split(_RESULT, 1)[1].strip()
             if printed:
-                return f"\\boxed{{{printed.splitlines()[-1].strip()}}}"
-        return f"\\boxed{{{answer}}}"
+                answer = printed.splitlines()[-1].strip()
+        return answer_in_format(answer, self.prompt)
 
 
 def demonstrator_factory(spec: str) -> Callable[[Any], Any]:
     """``"solver"`` (the games suite's ``solver_for``), ``"answer"`` (:class:`AnswerOracle`), ``"tool_answer"``
-    (:class:`ToolAnswerOracle`) or ``"module:factory"``; factory(env) -> demonstrator."""
+    (:class:`ToolAnswerOracle`), ``"solution"`` (:class:`SolutionOracle`) or ``"module:factory"``;
+    factory(env) -> demonstrator."""
     if spec == "answer":
         return AnswerOracle
     if spec == "tool_answer":
         return ToolAnswerOracle
+    if spec == "solution":
+        return SolutionOracle
     if spec == "solver":
         try:
             from gem_envs_games.solvers import solver_for
