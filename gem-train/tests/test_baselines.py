@@ -1,0 +1,71 @@
+"""The baselines suite: 24 presets spanning every family, each composing at both scales, and the runner that
+plays them (``python -m gem_train.baselines``, ``nox -s baselines``) once end to end on one preset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from hydra import compose, initialize_config_module
+
+from gem_train.baselines import parse, plan, presets, table
+from gem_train.cli import to_train_config
+
+PRESETS = presets()
+
+
+def test_24_baselines_span_every_family():
+    families = Counter(PRESETS.values())
+    assert len(PRESETS) == 24
+    assert families["game"] >= 8 and families["reasoning-gym"] >= 5
+    assert {"math", "code", "qa", "multi-agent", "terminal"} <= set(families)
+
+
+def _compose(name: str, *overrides: str):
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        return to_train_config(compose("config", overrides=[f"experiment=baselines/{name}", *overrides]))
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_baseline_composes_at_both_scales(name):
+    tiny = _compose(name)
+    assert tiny.model.name == "tiny" and tiny.rollout.engine == "hf" and tiny.trainer.sft.episodes > 0
+    assert tiny.experiment.name == f"baselines_{name}"
+    paper = _compose(name, "scale=paper", "model.path=/models/paper")
+    assert paper.model.name == "hf" and paper.rollout.engine == "vllm" and paper.trainer.device == "cuda"
+    assert paper.model.hub_name in ("Qwen/Qwen3-1.7B-Base", "Qwen/Qwen3-4B-Base")
+    assert (paper.rollout.max_tokens, paper.trainer.lr, paper.trainer.sft.episodes) == (4096, 1e-6, 0)
+    assert paper.env == tiny.env and paper.algo.gamma == tiny.algo.gamma  # the same env and discount
+
+
+def test_the_tool_variants_train_behind_a_tool_on_demonstrations_that_call_it():
+    tool_variants = {name for name in PRESETS if _compose(name).env.demonstrator == "tool_answer"}
+    assert tool_variants == {"math_arithmetic_python", "qa_triviaqa_search"}
+    assert "python_tool" in _compose("math_arithmetic_python").env.wrappers
+    assert _compose("math_arithmetic").env.id == _compose("math_arithmetic_python").env.id  # with and without
+    assert _compose("qa_triviaqa").env.id == "eval:TriviaQA"  # the same questions as qa:TriviaQA-search
+
+
+def test_a_wrong_baseline_name_says_what_exists():
+    with pytest.raises(SystemExit, match="no baseline preset nope; known: .*sudoku"):
+        plan(parse(["baselines=[nope]"]))
+
+
+def test_the_runner_plays_a_baseline_writes_its_row_and_does_not_run_it_twice(tmp_path):
+    out = tmp_path / "baselines"
+    command = [sys.executable, "-m", "gem_train.baselines", "baselines=[math_arithmetic]", "jobs=1", f"out={out}",
+               "overrides=[trainer.iterations=2,trainer.eval_every=2,trainer.eval_episodes=4,trainer.sft.episodes=8,"
+               "trainer.sft.epochs=1,rollout.episodes_per_iter=4,model.tiny.corpus_episodes=4]"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    row = next(line for line in (out / "baselines.md").read_text().splitlines() if line.startswith("| math_"))
+    assert "`math:Arithmetic-v0-easy` | math |" in row and " → " in row
+    results = json.loads((out / "baselines.json").read_text())["results"]["math_arithmetic"]
+    assert results["iterations"] == [0, 2] and results["episodes_per_s"] > 0
+    assert (out / "baselines.png").stat().st_size > 0
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "runs to do" not in again.stdout
+    assert table({}) .count("\n") == 1  # the header alone when nothing finished
