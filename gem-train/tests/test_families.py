@@ -158,3 +158,37 @@ def test_two_iterations_of_each_family_through_gem_train(baseline, tmp_path):
     sft = [r for r in records if r["kind"] == "sft"]
     assert sft and sft[0]["demo_return"] > 0  # the preset's demonstrator plays its env well (Tic-Tac-Toe: draws)
     assert summary["last_eval"]["eval_episodes"] == 4
+
+
+def test_an_episode_a_noisy_action_made_unsolvable_ends_there_and_one_without_noise_raises():
+    import gem
+    from gem.wrappers import apply_wrappers
+    from gem_train.demonstrations import demonstrations
+    from gem_train.tokenizer import train_chat_tokenizer
+
+    tok = train_chat_tokenizer(["Sokoban"], vocab_size=300)
+
+    def make_env():
+        return apply_wrappers(gem.make("game:Sokoban-v0-easy"), "latest")
+
+    class Planner:  # the real planner, which raises on unsolvable rooms
+        def __init__(self, env):
+            from gem_envs_games.solvers import solver_for
+
+            self.solver = solver_for(env)
+
+        def reset(self):
+            self.solver.reset()
+
+        def act(self, observation):
+            return self.solver.act(observation)
+
+    samples, stats = demonstrations(make_env, Planner, tok, range(40), noise=0.5, max_model_len=10**6, max_turns=16)
+    assert stats["demo_abandoned"] > 0 and samples  # some rooms were ruined by noise; the others are kept
+
+    class Broken(Planner):
+        def act(self, observation):
+            raise ValueError("cannot play")
+
+    with pytest.raises(ValueError, match="cannot play"):
+        demonstrations(make_env, Broken, tok, range(2), noise=0.0, max_model_len=10**6)

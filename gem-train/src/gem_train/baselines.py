@@ -32,7 +32,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from gem_train.compare import Job, finished, last_wins, records_env, run_all
+from gem_train.compare import Job, finished, last_wins, parse_options, records_env, run_all
 from gem_train.metrics_log import read_metrics
 
 _FAMILY = re.compile(r"^# Baseline \(([^)]+)\)")
@@ -152,15 +152,7 @@ def figure(results: dict[str, dict[str, Any]], path: Path) -> None:
 
 def parse(argv: Sequence[str]) -> BaselinesConfig:
     """``key=value`` arguments onto :class:`BaselinesConfig`; an unknown key is an error that names it."""
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(BaselinesConfig), OmegaConf.from_dotlist(list(argv)))
-    except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
-        raise SystemExit(f"gem_train.baselines: bad argument: {exc}") from None
-    cfg = OmegaConf.to_object(merged)
-    assert isinstance(cfg, BaselinesConfig)
-    if cfg.jobs < 1:
-        raise SystemExit(f"gem_train.baselines: jobs must be >= 1, got {cfg.jobs}")
-    return cfg
+    return parse_options(BaselinesConfig, argv, "gem_train.baselines")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

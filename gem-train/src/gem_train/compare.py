@@ -28,11 +28,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from omegaconf import OmegaConf
 
 from gem_train.metrics_log import read_metrics
+
+T = TypeVar("T")
 
 ALGO_LABELS = {"reinforce": "REINFORCE", "grpo": "GRPO", "ppo": "PPO", "rebn": "ReBN", "rloo": "RLOO",
                "rebn_ppo": "ReBN+PPO-clip"}
@@ -274,18 +276,23 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
     plt.close(fig)
 
 
+def parse_options(schema: type[T], argv: Sequence[str], command: str) -> T:
+    """``key=value`` arguments onto the dataclass ``schema`` (which has ``jobs``); an unknown key or a bad
+    value is an error that names it, prefixed with ``command``."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.from_dotlist(list(argv)))
+    except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
+        raise SystemExit(f"{command}: bad argument: {exc}") from None
+    cfg = OmegaConf.to_object(merged)
+    assert isinstance(cfg, schema)
+    if cfg.jobs < 1:  # type: ignore[attr-defined]
+        raise SystemExit(f"{command}: jobs must be >= 1, got {cfg.jobs}")  # type: ignore[attr-defined]
+    return cfg
+
+
 def parse(argv: Sequence[str]) -> CompareConfig:
     """``key=value`` arguments onto :class:`CompareConfig`; an unknown key is an error that names it."""
-    base = OmegaConf.structured(CompareConfig)
-    try:
-        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(list(argv)))
-    except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
-        raise SystemExit(f"gem_train.compare: bad argument: {exc}") from None
-    cfg = OmegaConf.to_object(merged)
-    assert isinstance(cfg, CompareConfig)
-    if cfg.jobs < 1:
-        raise SystemExit(f"gem_train.compare: jobs must be >= 1, got {cfg.jobs}")
-    return cfg
+    return parse_options(CompareConfig, argv, "gem_train.compare")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -201,23 +201,33 @@ def demonstrations(
     """Play the demonstrator on ``seeds``; every turn becomes a prompt (chat-templated as in
     RL) and a response (the action's tokens then eos). With probability ``noise`` an action
     is the env's ``sample_random_action()`` instead, and with probability ``format_noise``
-    it is cut to half its length (malformed, in any env that parses its actions)."""
+    it is cut to half its length (malformed, in any env that parses its actions).
+
+    A demonstrator that cannot go on from a state a noisy action made (a Sokoban box pushed into a
+    corner) raises ``ValueError``: that episode ends there, its turns so far kept, and is counted in
+    ``demo_abandoned``. The same error in an episode with no noisy action is raised."""
     rng = random.Random(seed)
     env = make_env()
     demonstrator = make_demonstrator(env)
     samples: list[TurnSample] = []
-    returns, successes, episodes = 0.0, 0, 0
+    returns, successes, episodes, abandoned = 0.0, 0, 0, 0
     try:
         for s in seeds:
             obs, _ = env.reset(seed=s)
             demonstrator.reset()
-            turn = 0
+            turn, noisy = 0, False
             while max_turns is None or turn < max_turns:
-                action = demonstrator.act(_latest_text(obs))
+                try:
+                    action = demonstrator.act(_latest_text(obs))
+                except ValueError:
+                    if not noisy:
+                        raise
+                    abandoned += 1
+                    break
                 if rng.random() < noise:
-                    action = env.sample_random_action()
+                    action, noisy = env.sample_random_action(), True
                 if rng.random() < format_noise:
-                    action = action[: len(action) // 2]
+                    action, noisy = action[: len(action) // 2], True
                 prompt = encode_prompt(tokenizer, obs, templated)
                 response = tokenizer(action, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
                 obs, reward, terminated, truncated, info = env.step(action)
@@ -232,4 +242,5 @@ def demonstrations(
     finally:
         env.close()
     n = max(episodes, 1)
-    return samples, {"demo_return": returns / n, "demo_success": successes / n, "demo_turns": len(samples) / n}
+    return samples, {"demo_return": returns / n, "demo_success": successes / n, "demo_turns": len(samples) / n,
+                     "demo_abandoned": abandoned / n}
