@@ -128,8 +128,9 @@ class ToolAnswerOracle(AnswerOracle):
 
     Behind the python tool it writes a program that prints the reference answer, then boxes the
     program's output (so the answer it gives is the one the tool returned, and the warm start learns to
-    call the tool and read its result); behind the search tool it searches for the question, then
-    boxes the reference answer. Like :class:`AnswerOracle` it reads the answer: for warm starts only."""
+    call the tool and read its result); behind the search tool it searches for the question, then gives
+    the reference answer, each in the format the env asks for (:func:`answer_in_format`). Like
+    :class:`AnswerOracle` it reads the answer: for warm starts only."""
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
