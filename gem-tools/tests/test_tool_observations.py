@@ -37,6 +37,18 @@ def test_python_timeout_reads_as_the_references():
     assert result.has_error and result.observation == "Code execution result: Execution timed out after 1 seconds.\n"
 
 
+def test_a_loop_stopped_by_its_cpu_limit_reads_as_the_timeout_too():
+    """A busy loop meets RLIMIT_CPU (the timeout in CPU seconds) as it meets the wall clock: which stops it
+    first is a race (CI once saw the CPU limit win), and the agent reads the same words either way."""
+    from gem_tools.base import ToolCall
+    from gem_tools.sandbox import SandboxResult, Status
+
+    tool = PythonCodeTool(timeout=1)
+    stopped = SandboxResult(Status.LIMIT, -24, "", "", 1.0, "bwrap", limit="cpu")
+    observation = tool._result(stopped, ToolCall("python", {"code": "while True: pass"}, "")).observation
+    assert observation == "Code execution result: Execution timed out after 1 seconds.\n"
+
+
 def test_search_passages_are_the_references_inside_information_tags():
     rows = [{"contents": "Paris\nParis is the capital of France.\nIt lies on the Seine."},
             {"contents": "Rome\nRome is the capital of Italy."}]  # fmt: skip
