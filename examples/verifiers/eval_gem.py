@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     for episode in episodes:
         trace = episode.traces[0]
         if REWARD not in trace.rewards:  # the episode failed before the env scored it: say why
-            why = getattr(trace, "error", None) or getattr(episode, "error", None) or trace.info
+            why = getattr(trace, "error", None) or getattr(episode, "error", None) or trace.info or {
+                f"{owner}.{key}": value for owner, obj in (("episode", episode), ("trace", trace))
+                for key, value in getattr(obj, "__dict__", {}).items() if "err" in key.lower() or key == "ok"}
             print(f"{episode.task.data.name}: no {REWARD} (ok={episode.ok}): {why}", file=sys.stderr)
             returns.append(float("nan"))
             continue
