@@ -152,16 +152,11 @@ def figure(results: dict[str, dict[str, Any]], path: Path) -> None:
 
 def parse(argv: Sequence[str]) -> BaselinesConfig:
     """``key=value`` arguments onto :class:`BaselinesConfig`; an unknown key is an error that names it."""
-    return parse_options(BaselinesConfig, argv, "gem_train.baselines")
+    return parse_options(BaselinesConfig, argv, "gem_train.baselines", __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        print(OmegaConf.to_yaml(OmegaConf.structured(BaselinesConfig)))
-        return 0
-    cfg = parse(argv)
+    cfg = parse(list(sys.argv[1:] if argv is None else argv))
     jobs = plan(cfg)
     started = time.perf_counter()
     failed = run_all(jobs, cfg.jobs)

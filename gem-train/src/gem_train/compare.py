@@ -276,9 +276,14 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
     plt.close(fig)
 
 
-def parse_options(schema: type[T], argv: Sequence[str], command: str) -> T:
+def parse_options(schema: type[T], argv: Sequence[str], command: str, doc: str | None = None) -> T:
     """``key=value`` arguments onto the dataclass ``schema`` (which has ``jobs``); an unknown key or a bad
-    value is an error that names it, prefixed with ``command``."""
+    value is an error that names it, prefixed with ``command``. ``-h``/``--help`` prints ``doc`` and the
+    options with their defaults, and exits 0."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(doc or "")
+        print(OmegaConf.to_yaml(OmegaConf.structured(schema)))
+        raise SystemExit(0)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.from_dotlist(list(argv)))
     except Exception as exc:  # omegaconf's errors name the key; keep the message, drop the traceback
@@ -292,16 +297,11 @@ def parse_options(schema: type[T], argv: Sequence[str], command: str) -> T:
 
 def parse(argv: Sequence[str]) -> CompareConfig:
     """``key=value`` arguments onto :class:`CompareConfig`; an unknown key is an error that names it."""
-    return parse_options(CompareConfig, argv, "gem_train.compare")
+    return parse_options(CompareConfig, argv, "gem_train.compare", __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        print(OmegaConf.to_yaml(OmegaConf.structured(CompareConfig)))
-        return 0
-    cfg = parse(argv)
+    cfg = parse(list(sys.argv[1:] if argv is None else argv))
     warm, runs = plan(cfg)
     started = time.perf_counter()
     failed = run_all(warm, cfg.jobs)
