@@ -182,6 +182,17 @@ def test_infinite_loop_is_stopped(box):
     assert r.status is Status.TIMEOUT or r.limit == "cpu"
 
 
+def test_the_cpu_limit_reads_as_the_timeout_when_it_is_the_timeouts_backstop(box):
+    # by default RLIMIT_CPU is the timeout in CPU seconds, and a busy loop reaches it as it reaches the wall
+    # clock: the CPU limit's signal (played by the program, so it always comes first) reads as the timeout;
+    # a CPU limit set below the timeout is its own limit
+    program = "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)"
+    r = box.run_python(program, limits=box.limits.with_(timeout=5))
+    assert r.status is Status.TIMEOUT and r.exit_code is None and r.limit is None, r
+    r = box.run_python(program, limits=box.limits.with_(timeout=5, cpu_time=2))
+    assert r.status is Status.LIMIT and r.limit == "cpu", r
+
+
 def test_sleeping_program_times_out(box, marker):
     r = box.run_python("import time\ntime.sleep(60)", args=[marker], limits=box.limits.with_(timeout=1))
     assert r.status is Status.TIMEOUT and r.exit_code is None

@@ -39,14 +39,11 @@ def test_python_timeout_reads_as_the_references():
 
 def test_a_loop_stopped_by_its_cpu_limit_reads_as_the_timeout_too():
     """A busy loop meets RLIMIT_CPU (the timeout in CPU seconds) as it meets the wall clock: which stops it
-    first is a race (CI once saw the CPU limit win), and the agent reads the same words either way."""
-    from gem_tools.base import ToolCall
-    from gem_tools.sandbox import SandboxResult, Status
-
+    first is a race (CI once saw the CPU limit win), and the agent reads the same words either way. The
+    program here plays the CPU limit's signal itself, so the CPU limit always wins."""
     tool = PythonCodeTool(timeout=1)
-    stopped = SandboxResult(Status.LIMIT, -24, "", "", 1.0, "bwrap", limit="cpu")
-    observation = tool._result(stopped, ToolCall("python", {"code": "while True: pass"}, "")).observation
-    assert observation == "Code execution result: Execution timed out after 1 seconds.\n"
+    result = tool.execute_action("<python>import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)</python>")
+    assert result.has_error and result.observation == "Code execution result: Execution timed out after 1 seconds.\n"
 
 
 def test_search_passages_are_the_references_inside_information_tags():

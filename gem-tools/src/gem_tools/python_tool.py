@@ -94,11 +94,7 @@ class PythonCodeTool(Tool):
         stdout, stderr = result.stdout, result.stderr.strip()
         if result.stdout_truncated:
             stdout += "\n[output truncated]"
-        # a busy loop ends by whichever comes first, the wall clock or RLIMIT_CPU (by default the timeout in CPU
-        # seconds, which a loop reaches as the clock does): either way it ran for the whole timeout
-        cpu_timeout = result.status is Status.LIMIT and result.limit == "cpu" and \
-            (self.sandbox.limits.cpu_time or 0) >= self.timeout
-        if result.status is Status.TIMEOUT or cpu_timeout:
+        if result.status is Status.TIMEOUT:
             note = f"Execution timed out after {self.timeout} seconds."  # the reference's words
             stderr = (stderr + "\n" if stderr else "") + note
         elif result.status is Status.LIMIT and result.limit in ("cpu", "output"):

@@ -446,6 +446,10 @@ def _classify(
         sig = -code
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and duration >= (limits.cpu_time or 0)):
             status, limit = Status.LIMIT, "cpu"
+            if (limits.cpu_time or 0) >= limits.timeout:
+                # RLIMIT_CPU is the timeout's backstop here (by default the timeout in CPU seconds): a busy loop
+                # reaches it as it reaches the wall clock, and which stops it first is a race, so it reads as one
+                status, code, limit = Status.TIMEOUT, None, None
         elif sig == signal.SIGXFSZ:
             status, limit = Status.LIMIT, "file_size"
         else:
