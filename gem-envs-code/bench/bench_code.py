@@ -4,10 +4,10 @@ For each concurrency (default 1, 8, 32), in one run on one machine:
 
 - *env*: ``gem.runner.run_episodes`` over ``eval:HumanEval`` with a policy that answers
   each problem with its reference solution; each answer is judged as in training (two
-  sandboxed processes per test: the program and the trusted judge, asyncio
-  subprocesses, no thread per test), in steady state: the warm sandboxes a
-  concurrency keeps (two zygotes per test in flight) are started by an untimed round
-  first, as a training run starts them once;
+  sandboxed processes per test: the program, a fresh warm fork, and the trusted judge,
+  a resident run kept between tests; no thread per test), in steady state: the warm
+  sandboxes and judges a concurrency keeps (two zygotes and a judge per test in flight)
+  are started by an untimed round first, as a training run starts them once;
 - *plain*: the same programs and tests in one unsandboxed ``python`` subprocess per
   problem, at the same concurrency: what a subprocess per problem can do at best here.
 

@@ -11,7 +11,11 @@ helper functions and the verdict all happen here.
 
 Protocol (one JSON object a line, relayed by the parent): in ``{"setup", "test",
 "entry_point"}``, then the program's ``ready``/``failed`` and its replies; out call
-requests, and last ``{"verdict": "pass"}`` or ``{"verdict": "fail", ...}``.
+requests, and last ``{"verdict": "pass", "keep": ...}`` or ``{"verdict": "fail", "keep": ..., ...}``.
+Then the next test's first line, if any: a resident judge (one process kept for many tests,
+:mod:`gem_envs_code.judges`) serves test after test, each in a fresh namespace. ``keep`` is
+false when the test left something behind that a later test could see: here, a module the
+judge imported because the program named it (the parent then ends this judge).
 """
 
 # encode, decode and NotPlain come from _wire.py, whose source precedes this script's
@@ -204,8 +208,11 @@ def _bind(namespace, ready, entry):
         elif "module" in info and name != entry:
             import importlib
 
+            global KEEP
+            module = str(info["module"])
+            KEEP = KEEP and module in sys.modules  # an import the program chose stays in this process
             try:
-                namespace[name] = importlib.import_module(str(info["module"]))
+                namespace[name] = importlib.import_module(module)
             except Exception:  # a module of the program's own: the test cannot use it
                 continue
         elif "value" in info and name != entry:
@@ -217,14 +224,26 @@ def _bind(namespace, ready, entry):
             namespace[name] = Handle([-1, ""], str(info["unsendable"])[:200])
 
 
+#: False once a test left state behind (see the protocol above)
+KEEP = True
+
+
 def main():
-    global CHANNEL
+    global CHANNEL, KEEP
     CHANNEL = channel = Channel()
-    job = json.loads(channel.input.readline())
+    while True:  # one test per first line: a cold judge gets one, a resident one many
+        line = channel.input.readline()
+        if not line:
+            return
+        channel.calls, channel.last, KEEP = 0, None, True
+        judge(channel, json.loads(line))
+
+
+def judge(channel, job):
     entry = job.get("entry_point")
 
     def verdict(ok, **detail):
-        channel.send({"verdict": "pass"} if ok else {"verdict": "fail", **detail})
+        channel.send({"verdict": "pass", "keep": KEEP} if ok else {"verdict": "fail", "keep": KEEP, **detail})
 
     try:
         first = channel.receive()

@@ -11,7 +11,9 @@ cannot reach the verdict.
   setup and test code as written, its calls to the program's names going over a
   channel this process relays line by line. Only the judge's last line is a verdict;
   the program can answer calls (which is what a function does) and nothing else, so
-  nothing it prints, patches or exits with decides a pass.
+  nothing it prints, patches or exits with decides a pass. The program is a fresh
+  warm fork per test; the judge, which runs only trusted code, is a resident run kept
+  from one clean verdict to the next test (:mod:`gem_envs_code.judges`).
 
 >>> from gem_tools.sandbox import Sandbox
 >>> from gem_envs_code.problems import IOTest
@@ -29,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gem_envs_code import judges
 from gem_envs_code.problems import AssertTest, IOTest, Problem, normalize_output
 from gem_envs_code.pyparse import parse_python
-from gem_tools.sandbox import Limits, Sandbox, SandboxResult, Status
+from gem_tools.sandbox import Limits, ResidentRun, Sandbox, SandboxResult, Status
 from gem_tools.sandbox.limits import MiB
 from gem_tools.sandbox.runner import Process, run_sync
 
@@ -160,10 +163,35 @@ async def _function_test(
     setup = problem.setup if problem else ""
     entry = problem.entry_point if problem else None
     names = sorted({*referenced_names(test.code), *([entry] if entry else [])})
+    header = _line({"setup": setup, "test": test.code, "entry_point": entry})
+    request = _line({"setup": setup, "program": program, "test_setup": problem.test_setup if problem else "",
+                     "names": names})  # fmt: skip
+    resident = await judges.acquire(sandbox, limits, JUDGE)
+    if resident is None:
+        return await _with_own_judge(sandbox, header, request, index, limits)
+    outcome: tuple[str, Any] = ("timeout", None)
+    try:
+        # the agent's program arrives on the program's stdin; PROGRAM is ours
+        async with sandbox.open_python(PROGRAM, limits=limits, trusted_code=True) as run:
+            resident.send(header)
+            run.send(request)
+            try:
+                outcome = await asyncio.wait_for(_relay(resident, run), limits.timeout)
+            except asyncio.TimeoutError:
+                pass
+    except BaseException:
+        resident.destroy()  # cancelled, or the program could not start: the judge is mid-test
+        raise
+    clean = outcome[0] == "verdict" and outcome[1].pop("keep", False) is True
+    await judges.release(sandbox, limits, resident, clean)
+    return _outcome(outcome, resident, run, index, limits.timeout)
+
+
+async def _with_own_judge(sandbox: Sandbox, header: bytes, request: bytes, index: int, limits: Limits) -> TestResult:
+    """The test with a judge started for it alone (where Python runs start cold)."""
     outcome: tuple[str, Any] = ("timeout", None)
     async with contextlib.AsyncExitStack() as stack:
-        # both started at once: each is a warm fork or a cold sandbox start
-        # both scripts are ours (the agent's program arrives on the program's stdin)
+        # both started at once; both scripts are ours (the agent's program arrives on the program's stdin)
         started = await asyncio.gather(
             stack.enter_async_context(sandbox.open_python(JUDGE, limits=limits, trusted_code=True)),
             stack.enter_async_context(sandbox.open_python(PROGRAM, limits=limits, trusted_code=True)),
@@ -173,17 +201,18 @@ async def _function_test(
             if isinstance(failure, BaseException):
                 raise failure
         judge, run = started
-        judge.send(_line({"setup": setup, "test": test.code, "entry_point": entry}))
-        run.send(_line({"setup": setup, "program": program, "test_setup": problem.test_setup if problem else "",
-                        "names": names}))  # fmt: skip
+        judge.send(header)
+        run.send(request)
         try:
             outcome = await asyncio.wait_for(_relay(judge, run), limits.timeout)
         except asyncio.TimeoutError:
             pass
+    if outcome[0] == "verdict":
+        outcome[1].pop("keep", None)
     return _outcome(outcome, judge, run, index, limits.timeout)
 
 
-async def _relay(judge: Process, run: Process) -> tuple[str, Any]:
+async def _relay(judge: Process | ResidentRun, run: Process) -> tuple[str, Any]:
     """Carry lines between the judge and the program until the judge's verdict.
 
     One answer per request, in turn: a line the program sends unasked is taken as its
@@ -206,10 +235,11 @@ async def _relay(judge: Process, run: Process) -> tuple[str, Any]:
         return "too_large", None
 
 
-def _outcome(outcome: tuple[str, Any], judge: Process, run: Process, index: int, timeout: float) -> TestResult:
+def _outcome(outcome: tuple[str, Any], judge: Process | ResidentRun, run: Process, index: int,
+             timeout: float) -> TestResult:  # fmt: skip
     kind, message = outcome
     program = run.result
-    assert program is not None and judge.result is not None
+    assert program is not None
     duration = program.duration
     if kind == "verdict":
         if message["verdict"] == "pass":
@@ -222,6 +252,7 @@ def _outcome(outcome: tuple[str, Any], judge: Process, run: Process, index: int,
         bad = "the function returned a value too large to check"
         return TestResult(index, False, bad, {"error": bad}, duration)
     if kind == "judge":
+        assert judge.result is not None  # a judge that broke off is ended, never kept
         error = tail(judge.result.stderr) or f"exit code {judge.result.exit_code}"
         return TestResult(index, False, f"the test harness failed ({error.splitlines()[-1]})", {"error": error},
                           duration)  # fmt: skip

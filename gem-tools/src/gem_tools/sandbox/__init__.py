@@ -31,6 +31,7 @@ from gem_tools.sandbox import cgroups
 from gem_tools.sandbox.backends import AUTO_ORDER, BACKENDS, Backend, Job, Launch, SandboxUnavailableError
 from gem_tools.sandbox.layout import WORKDIR, Interpreter, UnknownPackageError, interpreter, sandbox_env
 from gem_tools.sandbox.limits import Limits, MiB
+from gem_tools.sandbox.resident import ResidentRun
 from gem_tools.sandbox.result import SandboxResult, Status
 from gem_tools.sandbox.runner import Process, aexecute, begin, complete, execute, run_sync, start
 from gem_tools.sandbox.warm import Pool, WarmProcess, WarmUnavailable, pool_for
@@ -217,6 +218,19 @@ class Sandbox:
         finally:
             await process.finish()
 
+    async def start_resident(self, code: str, limits: Limits | None = None) -> ResidentRun:
+        """Start ``code``, the caller's own trusted script, as a resident run (:mod:`gem_tools.sandbox.resident`):
+        forked once from a warm zygote and kept to serve request after request, with this sandbox's isolation
+        and ``limits``' memory, process and file limits but no time limit of its own. Raises
+        :class:`WarmUnavailable` where Python runs start cold (:meth:`path`)."""
+        why = self._cold_reason()
+        if why is not None:
+            raise WarmUnavailable(why)
+        lim = limits or self.limits
+        if lim.tmp_size != self.limits.tmp_size:
+            raise WarmUnavailable("a run's own tmp_size needs its own zygote")
+        return await ResidentRun.start(self._pool(), code, lim)
+
     def _warm(self, code: str, files: Mapping[str, str | bytes] | None, limits: Limits, args: Sequence[str],
               interactive: bool, trusted: bool = False) -> WarmProcess:  # fmt: skip
         data = {_check_name(k): _bytes(v) for k, v in (files or {}).items()}
@@ -273,6 +287,7 @@ def run_python(code: str, **kwargs) -> SandboxResult:
 __all__ = [
     "Limits",
     "MiB",
+    "ResidentRun",
     "Sandbox",
     "SandboxResult",
     "SandboxUnavailableError",

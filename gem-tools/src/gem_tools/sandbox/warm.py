@@ -325,6 +325,39 @@ def run_rlimits(limits: Limits) -> dict[str, list[int]]:
     return found
 
 
+async def fork_run(zygote: Zygote, files: dict[str, bytes], argv: list[str], limits: Limits, trusted_main: bool,
+                   stdio: tuple[int, int, int]) -> int:  # fmt: skip
+    """Have ``zygote`` fork one run of ``files`` (``main.py`` among them) with ``limits``, on the run's
+    ``stdio`` fds (stdin, stdout, stderr; always closed here, the child holds its copies); its pidfd.
+    Raises :class:`ZygoteLost` when the zygote cannot be told its run or does not answer."""
+    plan = {"files": {name: base64.b64encode(data).decode() for name, data in files.items()},
+            "argv": argv, "rlimits": run_rlimits(limits), "trusted_main": trusted_main}  # fmt: skip
+    plan_fd = os.memfd_create("gem-warm-plan")
+    theirs = (plan_fd, *stdio)
+    try:
+        if zygote.group is not None:
+            try:
+                # a cap below what the group holds makes the kernel reclaim what a
+                # previous run left cached first: no run inherits another's allowance
+                zygote.group.set_limits(zygote.baseline + (limits.run_memory or 0),
+                                        limits.processes + cgroups.HELPER_PIDS)  # fmt: skip
+            except (OSError, ValueError) as exc:
+                raise ZygoteLost(f"cannot set the run's limits: {exc}") from None
+        data = memoryview(json.dumps(plan).encode())
+        while data:
+            data = data[os.write(plan_fd, data) :]
+        zygote.send(b"run", theirs)
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    message, fds = await zygote.recv(REPLY_TIMEOUT)
+    if "pid" not in message or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise ZygoteLost(f"unexpected answer {message!r}")
+    return fds[0]
+
+
 class WarmProcess(Process):
     """A run forked from a zygote of ``pool``; the same interface as a cold :class:`Process`."""
 
@@ -357,48 +390,21 @@ class WarmProcess(Process):
     async def _fork(self) -> tuple[Any, Any, Any]:
         zygote = self.zygote
         assert zygote is not None
-        plan = {"files": {name: base64.b64encode(data).decode() for name, data in self.files.items()},
-                "argv": self.argv, "rlimits": run_rlimits(self.limits), "trusted_main": self.trusted_main}  # fmt: skip
         if zygote.group is not None:
-            try:
-                # a cap below what the group holds makes the kernel reclaim what a
-                # previous run left cached first: no run inherits another's allowance
-                zygote.group.set_limits(zygote.baseline + (self.limits.run_memory or 0),
-                                        self.limits.processes + cgroups.HELPER_PIDS)  # fmt: skip
-                self._oom_before = zygote.group.oom_kills()
-            except (OSError, ValueError) as exc:
-                raise ZygoteLost(f"cannot set the run's limits: {exc}") from None
-        plan_fd = os.memfd_create("gem-warm-plan")
+            self._oom_before = zygote.group.oom_kills()
         pipes = [os.pipe() for _ in range(3)]
         mine = [pipes[0][1], pipes[1][0], pipes[2][0]]
-        theirs = (plan_fd, pipes[0][0], pipes[1][1], pipes[2][1])
+        theirs = (pipes[0][0], pipes[1][1], pipes[2][1])
+        self.start = time.monotonic()
         try:
-            data = memoryview(json.dumps(plan).encode())
-            while data:
-                data = data[os.write(plan_fd, data) :]
-            self.start = time.monotonic()
-            zygote.send(b"run", theirs)
+            pidfd = await fork_run(zygote, self.files, self.argv, self.limits, self.trusted_main, theirs)
         except BaseException:
             for fd in mine:
                 os.close(fd)
             raise
-        finally:
-            for fd in theirs:
-                os.close(fd)
-        streams = (open(mine[0], "wb", buffering=0), open(mine[1], "rb", buffering=0),
-                   open(mine[2], "rb", buffering=0))  # fmt: skip
-        try:
-            message, fds = await zygote.recv(REPLY_TIMEOUT)
-            if "pid" not in message or len(fds) != 1:
-                for fd in fds:
-                    os.close(fd)
-                raise ZygoteLost(f"unexpected answer {message!r}")
-            self._pidfd = fds[0]
-        except BaseException:
-            for stream in streams:
-                stream.close()
-            raise
-        return streams
+        self._pidfd = pidfd
+        return (open(mine[0], "wb", buffering=0), open(mine[1], "rb", buffering=0),
+                open(mine[2], "rb", buffering=0))  # fmt: skip
 
     def _lose(self) -> None:
         if self.zygote is not None:
