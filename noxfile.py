@@ -249,12 +249,13 @@ def train(session: nox.Session) -> None:
 
 @nox.session
 def compare(session: nox.Session) -> None:
-    """The algorithm comparison: REINFORCE, GRPO, PPO and ReBN with the tiny model on four envs over three seeds;
-    writes runs/compare/compare.png and compare.md (the README's figure and table). Options pass through:
+    """The algorithm comparison: REINFORCE, GRPO, PPO and ReBN with the tiny model on six envs (two of them
+    tool-using: math behind the python tool, the terminal's shell) over three seeds; writes runs/compare/compare.png
+    and compare.md (the README's figure and table). Options pass through:
     nox -s compare -- seeds=[0] jobs=1 'overrides=[trainer.iterations=4]'"""
     session.install("torch==2.13.0")
-    session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
-                    "-e", f"{ROOT / 'gem-envs-math'}[reasoning-gym]", "-e", str(ROOT / "gem-train"))
+    _ensure_system_packages(session, "gem-train")  # bubblewrap: the python tool's and the terminal's sandbox
+    _install_tree(session, "gem-train", extras="", before=False)  # every suite and gem-tools: the tool envs
     session.run("python", "-m", "gem_train.compare", *session.posargs)
 
 
@@ -265,6 +266,7 @@ def baselines(session: nox.Session) -> None:
     and figure). A stopped run continues where it was. Options pass through:
     nox -s baselines -- baselines=[sudoku,math_arithmetic_python] jobs=1"""
     session.install("torch==2.13.0")  # and no vLLM: the tiny scale rolls out with the HF engine
+    _ensure_system_packages(session, "gem-train")
     _install_tree(session, "gem-train", extras="", before=False)
     session.run("python", "-m", "gem_train.baselines", f"copy_to={ROOT / 'gem-train' / 'docs'}", *session.posargs)
 

@@ -54,3 +54,48 @@ def test_compare_end_to_end(tmp_path, monkeypatch, capsys):
     # a second call finds every run done and only redraws
     assert main(args) == 0
     assert "runs to do" not in capsys.readouterr().out
+
+
+def test_every_run_of_the_default_grid_composes_and_the_tool_envs_use_their_tool(tmp_path):
+    from hydra import compose, initialize_config_module
+
+    from gem_train.cli import to_train_config
+    from gem_train.compare import TOOL_EXPERIMENTS
+
+    cfg = CompareConfig(out=str(tmp_path))
+    assert set(TOOL_EXPERIMENTS) <= set(cfg.experiments)
+    warm, runs = plan(cfg)
+    composed = {}
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        for job in [*warm, *runs]:
+            composed[job.name] = to_train_config(compose("config", overrides=job.args))
+    for job in runs:
+        assert composed[job.name].algo.name == job.algo.replace("rebn_ppo", "rebn")
+    wrappers = {job.experiment: composed[job.name].env.wrappers for job in warm}
+    assert "python_tool" in wrappers["baselines/math_arithmetic_python"]
+    assert composed[warm[-1].name].env.id.startswith("terminal:")
+    # each env's warm start and its RL runs share everything but the algorithm
+    for job in runs:
+        start = composed[f"{job.experiment}/sft/seed{job.seed}"]
+        assert (composed[job.name].env, composed[job.name].rollout) == (start.env, start.rollout)
+
+
+def test_the_table_shows_format_errors_and_tool_calls_where_a_tool_was_called():
+    from gem_train.compare import table
+
+    def entry(start, final, calls):
+        return {"start_eval_return": (start, 0.0), "final_eval_return": (final, 0.0),
+                "start_eval_success": (start, 0.0), "final_eval_success": (final, 0.0),
+                "start_eval_format_errors": (0.5, 0.0), "final_eval_format_errors": (0.1, 0.0),
+                "start_eval_tool_calls": (calls[0], 0.0), "final_eval_tool_calls": (calls[1], 0.0)}
+
+    results = {
+        "compare_sudoku": {"env_id": "game:Sudoku-v0-easy", "label": "`game:Sudoku-v0-easy`",
+                           "rebn": entry(0.1, 0.2, (0, 0)), "ppo": entry(0.1, 0.3, (0, 0))},
+        "baselines/math_arithmetic_python": {
+            "env_id": "math:Arithmetic-v0-easy", "label": "`math:Arithmetic-v0-easy` (baselines/x)",
+            "rebn": entry(0.0, 0.0, (0.75, 0.94)), "ppo": entry(0.0, 0.0, (0.75, 0.5))}}
+    text = table(results, ["rebn", "ppo"])
+    assert "| `math:Arithmetic-v0-easy` (baselines/x) | 0.00 |" in text and "**0.30 ± 0.00**" in text
+    tools = text.split("tool calls |", 1)[1]
+    assert "0.50 → 0.10; 0.75 → 0.94" in tools and "0.75 → 0.50" in tools and "Sudoku" not in tools

@@ -1,7 +1,8 @@
 """The algorithm comparison: every algorithm on every env over several seeds, one figure and one table.
 
-Each env is a gem-train experiment preset (``conf/experiment/compare_*.yaml``), each
-algorithm an ``algo`` preset. For every (env, seed) one SFT warm start is trained first
+Each env is a gem-train experiment preset (``conf/experiment/compare_*.yaml``, and for the two
+tool-using envs the baselines' ``baselines/math_arithmetic_python`` and ``baselines/terminal_shell``),
+each algorithm an ``algo`` preset. For every (env, seed) one SFT warm start is trained first
 and every algorithm starts from that same checkpoint, so the algorithms differ only in
 what they do with their own episodes. Runs are separate ``gem-train`` processes,
 ``jobs`` at a time; a finished run is not run again (a stopped comparison picks up where
@@ -40,11 +41,25 @@ ALGO_LABELS = {"reinforce": "REINFORCE", "grpo": "GRPO", "ppo": "PPO", "rebn": "
                "rebn_ppo": "ReBN+PPO-clip"}
 
 
+#: the comparison's tool-using envs: a single-turn task behind a tool (math, the python tool) and a multi-turn one
+#: whose every action is a tool call (the terminal's shell)
+TOOL_EXPERIMENTS = ["baselines/math_arithmetic_python", "baselines/terminal_shell"]
+
+#: the entries of a results' env that are not an algorithm
+META = ("env_id", "label")
+
+#: held-out metrics kept per seed: the curves' return and success, and what the tool envs move
+EVAL_KEYS = ("eval_return", "eval_success", "eval_format_errors", "eval_tool_calls")
+
+
 @dataclass
 class CompareConfig:
     # gem-train experiment presets, one per env (gem_train/conf/experiment/<name>.yaml)
+    # (the last two use a tool: math behind the python tool, one call then an answer; the terminal's shell, a
+    # sandboxed command per turn; they are the baselines' presets, the same warm start and budget)
     experiments: list[str] = field(default_factory=lambda: [
-        "compare_letter_counting", "compare_guess_the_number", "compare_sudoku", "compare_minesweeper"])
+        "compare_letter_counting", "compare_guess_the_number", "compare_sudoku", "compare_minesweeper",
+        *TOOL_EXPERIMENTS])
     # algo presets (gem_train/conf/algo/<name>.yaml)
     algos: list[str] = field(default_factory=lambda: ["reinforce", "grpo", "ppo", "rebn"])
     # trainer.seed of each repetition (a different tiny model, SFT data and episode seeds)
@@ -178,21 +193,24 @@ def collect_results(cfg: CompareConfig, runs: Sequence[Job]) -> dict[str, Any]:
         if not evals:
             continue
         train = [r for r in records if r["kind"] == "train"]
-        entry = results.setdefault(job.experiment, {"env_id": evals[0].get("env_id", "")}).setdefault(
+        env_id = str(evals[0].get("env_id", ""))
+        # a preset from outside the comparison's own (the tool envs: baselines/...) is named, as its env may be
+        # trained bare elsewhere
+        label = f"`{env_id}`" if job.experiment.startswith("compare_") else f"`{env_id}` ({job.experiment})"
+        entry = results.setdefault(job.experiment, {"env_id": env_id, "label": label}).setdefault(
             job.algo, {"seeds": {}})
         entry["seeds"][job.seed] = {
             "iterations": [int(r["iteration"]) for r in evals],
-            "eval_return": [float(r["eval_return"]) for r in evals],
-            "eval_success": [float(r["eval_success"]) for r in evals],
+            **{key: [float(r.get(key, 0.0)) for r in evals] for key in EVAL_KEYS},
             "train_return": [float(r["return"]) for r in train],
             "seconds": json.loads((job.out / "done.json").read_text())["seconds"],
         }
     for per_algo in results.values():
         for algo, entry in per_algo.items():
-            if algo == "env_id":
+            if algo in META:
                 continue
             seeds = list(entry["seeds"].values())
-            for key in ("eval_return", "eval_success"):
+            for key in EVAL_KEYS:
                 entry[f"start_{key}"] = _mean_sd([s[key][0] for s in seeds])
                 entry[f"final_{key}"] = _mean_sd([s[key][-1] for s in seeds])
             entry["minutes"] = sum(s["seconds"] for s in seeds) / 60 / len(seeds)
@@ -226,7 +244,7 @@ def table(results: dict[str, Any], algos: Sequence[str]) -> str:
             m, sd = finals[a]
             text = f"{m:.2f} ± {sd:.2f}"
             cells.append(f"**{text}**" if m == best else text)
-        lines.append(f"| `{per_algo['env_id']}` | {start:.2f} | " + " | ".join(cells) + " |")
+        lines.append(f"| {per_algo['label']} | {start:.2f} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| env | " + " | ".join(f"{ALGO_LABELS.get(a, a)} success" for a in algos) + " |")
     lines.append("|" + "---|" * (len(algos) + 1))
@@ -238,7 +256,24 @@ def table(results: dict[str, Any], algos: Sequence[str]) -> str:
                 cells.append(f"{s0:.2f} → {s1:.2f}")
             else:
                 cells.append("–")
-        lines.append(f"| `{per_algo['env_id']}` | " + " | ".join(cells) + " |")
+        lines.append(f"| {per_algo['label']} | " + " | ".join(cells) + " |")
+    tool_envs = [p for p in results.values() if any(
+        a in p and max(p[a]["start_eval_tool_calls"][0], p[a]["final_eval_tool_calls"][0]) > 0 for a in algos)]
+    if tool_envs:  # what moves where the return may not: format errors, and tool calls per episode
+        lines.append("")
+        heads = " | ".join(f"{ALGO_LABELS.get(a, a)} format errors; tool calls" for a in algos)
+        lines.append(f"| env | {heads} |")
+        lines.append("|" + "---|" * (len(algos) + 1))
+        for per_algo in tool_envs:
+            cells = []
+            for a in algos:
+                if a not in per_algo:
+                    cells.append("–")
+                    continue
+                e = per_algo[a]
+                cells.append(f"{e['start_eval_format_errors'][0]:.2f} → {e['final_eval_format_errors'][0]:.2f}; "
+                             f"{e['start_eval_tool_calls'][0]:.2f} → {e['final_eval_tool_calls'][0]:.2f}")
+            lines.append(f"| {per_algo['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -250,8 +285,13 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     envs = list(results)
-    fig, axes = plt.subplots(1, max(len(envs), 1), figsize=(4.2 * max(len(envs), 1), 3.4), squeeze=False)
-    for ax, experiment in zip(axes[0], envs):
+    columns = min(max(len(envs), 1), 3)
+    rows = -(-max(len(envs), 1) // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows + 0.3), squeeze=False)
+    panels = list(grid.flat)
+    for ax in panels[len(envs):]:
+        ax.set_visible(False)
+    for ax, experiment in zip(panels, envs):
         per_algo = results[experiment]
         for algo in algos:
             if algo not in per_algo:
@@ -263,12 +303,13 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
             mean = [m for m, _ in stats]
             ax.plot(iterations, mean, marker="o", markersize=3, label=ALGO_LABELS.get(algo, algo))
             ax.fill_between(iterations, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.15)
-        ax.set_title(per_algo["env_id"], fontsize=10)
+        ax.set_title(per_algo["label"].replace("`", "").replace(" (", "\n("), fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("held-out return")
-    axes[0][0].legend(fontsize=8)
-    n = max((len(e["seeds"]) for per_algo in results.values() for a, e in per_algo.items() if a != "env_id"),
+    for row in grid:
+        row[0].set_ylabel("held-out return")
+    panels[0].legend(fontsize=8)
+    n = max((len(e["seeds"]) for per_algo in results.values() for a, e in per_algo.items() if a not in META),
             default=0)
     fig.suptitle(f"tiny model (built here), SFT warm start then RL; mean ± sd over {n} seeds", fontsize=10)
     fig.tight_layout()
