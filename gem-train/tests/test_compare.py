@@ -45,7 +45,7 @@ def test_compare_end_to_end(tmp_path, monkeypatch, capsys):
     assert "1 runs to do" in first and "2 runs to do" in first
     assert (out / "compare.png").stat().st_size > 0 and (tmp_path / "docs" / "fig.png").exists()
     table = (out / "compare.md").read_text()
-    assert "| `toy:Guess-v0` |" in table and "ReBN" in table and "GRPO" in table
+    assert "| `toy:Guess-v0` (smoke) |" in table and "ReBN" in table and "GRPO" in table  # a preset not compare_*
     results = json.loads((out / "compare.json").read_text())["results"]["smoke"]
     rebn, grpo = results["rebn"]["seeds"]["0"], results["grpo"]["seeds"]["0"]
     assert rebn["iterations"] == grpo["iterations"] == [0, 1, 2]
