@@ -173,12 +173,7 @@ async def _function_test(
     try:
         # the agent's program arrives on the program's stdin; PROGRAM is ours
         async with sandbox.open_python(PROGRAM, limits=limits, trusted_code=True) as run:
-            resident.send(header)
-            run.send(request)
-            try:
-                outcome = await asyncio.wait_for(_relay(resident, run), limits.timeout)
-            except asyncio.TimeoutError:
-                pass
+            outcome = await _judged(resident, run, header, request, limits.timeout)
     except BaseException:
         resident.destroy()  # cancelled, or the program could not start: the judge is mid-test
         raise
@@ -189,7 +184,6 @@ async def _function_test(
 
 async def _with_own_judge(sandbox: Sandbox, header: bytes, request: bytes, index: int, limits: Limits) -> TestResult:
     """The test with a judge started for it alone (where Python runs start cold)."""
-    outcome: tuple[str, Any] = ("timeout", None)
     async with contextlib.AsyncExitStack() as stack:
         # both started at once; both scripts are ours (the agent's program arrives on the program's stdin)
         started = await asyncio.gather(
@@ -201,15 +195,21 @@ async def _with_own_judge(sandbox: Sandbox, header: bytes, request: bytes, index
             if isinstance(failure, BaseException):
                 raise failure
         judge, run = started
-        judge.send(header)
-        run.send(request)
-        try:
-            outcome = await asyncio.wait_for(_relay(judge, run), limits.timeout)
-        except asyncio.TimeoutError:
-            pass
+        outcome = await _judged(judge, run, header, request, limits.timeout)
     if outcome[0] == "verdict":
         outcome[1].pop("keep", None)
     return _outcome(outcome, judge, run, index, limits.timeout)
+
+
+async def _judged(judge: Process | ResidentRun, run: Process, header: bytes, request: bytes,
+                  timeout: float) -> tuple[str, Any]:  # fmt: skip
+    """Give the judge its test and the program its code, then relay until a verdict or ``timeout``."""
+    judge.send(header)
+    run.send(request)
+    try:
+        return await asyncio.wait_for(_relay(judge, run), timeout)
+    except asyncio.TimeoutError:
+        return "timeout", None
 
 
 async def _relay(judge: Process | ResidentRun, run: Process) -> tuple[str, Any]:
