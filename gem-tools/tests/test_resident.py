@@ -70,3 +70,24 @@ def test_a_resident_run_is_in_the_sandbox_with_the_limits_memory_but_no_time_lim
 def test_a_cold_sandbox_has_no_resident_runs():
     with pytest.raises(WarmUnavailable, match="warm=False"):
         asyncio.run(Sandbox(warm=False).start_resident(ECHO))
+
+
+def test_alive_works_with_fds_past_select_s_limit(box):
+    # a trainer with many sandboxes open holds fds past 1024, where select.select() raises
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2100:
+        pytest.skip("cannot open fd 2000 here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2100), hard))
+    try:
+        run = asyncio.run(box.start_resident(ECHO))
+        high = os.dup2(run.pidfd, 2000)
+        os.close(run.pidfd)
+        run.pidfd = high
+        assert run.alive()
+        asyncio.run(run.kill())
+        assert not run.alive()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

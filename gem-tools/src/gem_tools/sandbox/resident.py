@@ -79,8 +79,9 @@ class ResidentRun:
         """The run has not exited (nor been killed)."""
         if self.result is not None or self.owner != os.getpid():
             return False
-        readable, _, _ = select.select([self.pidfd], [], [], 0)
-        return not readable
+        poller = select.poll()  # not select.select: a busy process's fds run past FD_SETSIZE (1024)
+        poller.register(self.pidfd, select.POLLIN)
+        return not poller.poll(0)
 
     def send(self, data: bytes) -> None:
         """Write ``data`` to the run's stdin; what the pipe does not take now is written by the running
