@@ -394,7 +394,9 @@ class _Template:
             if launch is not None:
                 launch.close()
         self.control = ours
-        ready = select.select([ours], [], [], _START_TIMEOUT)[0] and ours.recv(len(_READY)) == _READY
+        poller = select.poll()  # not select.select: a busy process's fds run past FD_SETSIZE (1024)
+        poller.register(ours, select.POLLIN)
+        ready = bool(poller.poll(_START_TIMEOUT * 1000)) and ours.recv(len(_READY)) == _READY
         if not ready:
             try:
                 code = self.process.wait(timeout=5)  # it closed the socket: it is exiting
