@@ -28,7 +28,7 @@ import time
 from gem_tools.sandbox.limits import CEILINGS, Limits
 from gem_tools.sandbox.result import SandboxResult, Status
 from gem_tools.sandbox.runner import LINE_LIMIT
-from gem_tools.sandbox.warm import REPLY_TIMEOUT, Pool, Zygote, ZygoteLost, fork_run
+from gem_tools.sandbox.warm import REPLY_TIMEOUT, Pool, Zygote, ZygoteLost, _set_done, fork_run
 
 #: the most of its stderr a resident run keeps (it is emptied between requests by :meth:`ResidentRun.clear_stderr`)
 STDERR_KEPT = 64 << 10
@@ -220,7 +220,7 @@ class ResidentRun:
 async def _readable(fd: int) -> None:
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    loop.add_reader(fd, lambda: future.done() or future.set_result(None))
+    loop.add_reader(fd, _set_done, future)
     try:
         await future
     finally:
