@@ -41,6 +41,16 @@ def test_every_baseline_composes_at_both_scales(name):
     assert paper.env == tiny.env and paper.algo.gamma == tiny.algo.gamma  # the same env and discount
 
 
+def test_a_preset_sets_its_own_tiny_budget_which_the_paper_scale_ignores_and_the_command_line_overrides():
+    hanoi, sudoku = _compose("tower_of_hanoi"), _compose("sudoku")
+    assert (hanoi.trainer.sft.lr, sudoku.trainer.sft.lr) == (3e-3, 1e-2)  # its own; the tiny scale's default
+    assert hanoi.trainer.iterations == sudoku.trainer.iterations == 20
+    assert _compose("tower_of_hanoi", "trainer.sft.lr=5e-3").trainer.sft.lr == 5e-3
+    assert _compose("sudoku", "tiny_scale.iterations=7").trainer.iterations == 7
+    paper = _compose("tower_of_hanoi", "scale=paper", "model.path=/models/paper", "tiny_scale.iterations=7")
+    assert (paper.trainer.iterations, paper.trainer.sft.episodes) == (500, 0)
+
+
 def test_the_tool_variants_train_behind_a_tool_on_demonstrations_that_call_it():
     tool_variants = {name for name in PRESETS if _compose(name).env.demonstrator == "tool_answer"}
     assert tool_variants == {"math_arithmetic_python", "qa_triviaqa_search"}
@@ -66,6 +76,9 @@ def test_the_runner_plays_a_baseline_writes_its_row_and_does_not_run_it_twice(tm
     results = json.loads((out / "baselines.json").read_text())["results"]["math_arithmetic"]
     assert results["iterations"] == [0, 2] and results["episodes_per_s"] > 0
     assert (out / "baselines.png").stat().st_size > 0
+    from importlib.metadata import version
+    assert "torch " + version("torch") in (out / "baselines.md").read_text().splitlines()[-1]  # where it ran
+    assert results["environment"]["packages"]["torch"] == version("torch")
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "runs to do" not in again.stdout
     assert table({}) .count("\n") == 1  # the header alone when nothing finished

@@ -46,6 +46,8 @@ def test_compare_end_to_end(tmp_path, monkeypatch, capsys):
     assert (out / "compare.png").stat().st_size > 0 and (tmp_path / "docs" / "fig.png").exists()
     table = (out / "compare.md").read_text()
     assert "| `toy:Guess-v0` (smoke) |" in table and "ReBN" in table and "GRPO" in table  # a preset not compare_*
+    where = table.splitlines()[-1]  # the warm start's and both runs' recorded environment, all the same here
+    assert where.startswith("Ran on ") and " torch " in where and "differ" not in where
     results = json.loads((out / "compare.json").read_text())["results"]["smoke"]
     rebn, grpo = results["rebn"]["seeds"]["0"], results["grpo"]["seeds"]["0"]
     assert rebn["iterations"] == grpo["iterations"] == [0, 1, 2]

@@ -3,6 +3,7 @@ a bad config stops before Hydra makes a folder, and the console lines reach ``ge
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -70,6 +71,12 @@ def test_resuming_with_the_same_config_says_so_and_continues(finished_run, tmp_p
     assert [line[:13] for line in lines[1:3]] == ["[train] | it ", "[eval] | it  "]
     assert [(r["kind"], r.get("iteration")) for r in read_metrics(out / "metrics.jsonl")] == [
         ("sft", None), ("eval", 0), ("train", 1), ("eval", 1), ("train", 2), ("eval", 2)]
+    # each start records where it ran: the first at iteration 0, the resumed one at 1
+    starts = [json.loads(line) for line in (out / "environment.jsonl").read_text().splitlines()]
+    assert [s["iteration"] for s in starts] == [0, 1]
+    from importlib.metadata import version
+    assert starts[1]["packages"]["torch"] == version("torch") and "gem-train" in starts[1]["packages"]
+    assert starts[1]["python"] and starts[1]["cpus"] >= 1
 
 
 def test_starting_over_with_resume_false_replaces_the_old_run(finished_run, tmp_path):
@@ -79,6 +86,7 @@ def test_starting_over_with_resume_false_replaces_the_old_run(finished_run, tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resuming" not in done.stdout
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_000001"]
+    assert [json.loads(line)["iteration"] for line in (out / "environment.jsonl").read_text().splitlines()] == [0]
     # the tiny model and its tokenizer were built again, on Chatter's text
     tokenizer = "model_init/tokenizer.json"
     assert (out / tokenizer).read_text() != (finished_run[0] / tokenizer).read_text()

@@ -34,6 +34,7 @@ from omegaconf import OmegaConf
 
 from gem_train.compare import Job, finished, last_wins, parse_options, records_env, run_all
 from gem_train.metrics_log import read_metrics
+from gem_train.run_folder import environments_line, last_environment
 
 _FAMILY = re.compile(r"^# Baseline \(([^)]+)\)")
 
@@ -106,6 +107,7 @@ def summarize(job: Job, family: str) -> dict[str, Any] | None:
         "end_tool_calls": float(last.get("eval_tool_calls", math.nan)),
         "episodes_per_s": _ratio(sum(r["episodes"] for r in train), sum(r["rollout_s"] for r in train)),
         "minutes": json.loads((job.out / "done.json").read_text())["seconds"] / 60,
+        "environment": last_environment(job.out),
     }
 
 
@@ -166,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     text = table(results)
+    if where := environments_line([r["environment"] for r in results.values()]):
+        text += "\n\n" + where
     targets = [out] + ([Path(cfg.copy_to)] if cfg.copy_to else [])
     for folder in targets:
         folder.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from omegaconf import OmegaConf
 
 from gem_train.metrics_log import read_metrics
+from gem_train.run_folder import environments_line, last_environment
 
 T = TypeVar("T")
 
@@ -352,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(cfg.out)
     results = collect_results(cfg, runs)
     text = table(results, cfg.algos)
+    if where := environments_line([last_environment(j.out) for j in [*warm, *runs] if finished(j)]):
+        text += "\n\n" + where
     (out / "compare.md").write_text(text + "\n")
     (out / "compare.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
                                                    "results": results}, indent=1))

@@ -266,6 +266,33 @@ class ExperimentConfig:
 
 
 @dataclass
+class TinyScaleConfig:
+    """The budget of the baselines' CPU scale, which ``conf/scale/tiny.yaml`` reads into ``trainer`` and ``rollout``.
+
+    A preset sets its own here (``tiny_scale: {sft_lr: 3e-3}``): the tiny scale is composed after the preset, so a
+    value the preset put in ``trainer`` would be overwritten, while one put here reaches the run at ``scale=tiny``
+    and is not read at ``scale=paper``. A command-line ``trainer.sft.lr=...`` still wins over both."""
+
+    # RL iterations (trainer.iterations)
+    iterations: int = 20
+    # AdamW learning rate of RL (trainer.lr)
+    lr: float = 1e-3
+    # evaluate every N iterations, on this many held-out episodes, at this temperature (trainer.eval_*)
+    eval_every: int = 4
+    eval_episodes: int = 32
+    eval_temperature: float = 1.0
+    # episodes per RL iteration (rollout.episodes_per_iter)
+    episodes_per_iter: int = 32
+    # the warm start (trainer.sft.*): demonstrations, their noise, passes, learning rate and batch
+    sft_episodes: int = 256
+    sft_noise: float = 0.1
+    sft_format_noise: float = 0.05
+    sft_epochs: int = 10
+    sft_lr: float = 1e-2
+    sft_batch_size: int = 16
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
@@ -273,6 +300,8 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+    # read only by scale=tiny (the baselines' presets): the preset's own CPU budget
+    tiny_scale: TinyScaleConfig = field(default_factory=TinyScaleConfig)
 
 
 def register_configs() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,14 @@ RESUMABLE = (
     "trainer.wandb", "trainer.wandb_project", "trainer.distributed.backend", "trainer.distributed.timeout_minutes",
     "env.eval_ids", "model.hub_name", "rollout.concurrency", "rollout.batch_wait_ms", "rollout.vllm",
     "rollout.step_timeout", "rollout.episode_timeout", "rollout.processes", "experiment",
+    "tiny_scale",  # what it sets is compared where it lands, in trainer.* and rollout.*
 )
 # what a run writes into its folder besides metrics.jsonl (which MetricsLog starts afresh); a run that starts
-# over removes them, so no checkpoint, built model or event file of an earlier run is mixed into it
-RUN_OUTPUTS = ("checkpoints", "model_init", "tensorboard")
+# over removes them, so no checkpoint, built model, event file or environment record of an earlier run is mixed
+# into it
+RUN_OUTPUTS = ("checkpoints", "model_init", "tensorboard", "environment.jsonl")
+#: the distributions whose versions decide a run's numbers, recorded with every start (and every gem-* one)
+RECORDED_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "safetensors", "vllm", "reasoning-gym")
 
 
 def config_record(cfg: TrainConfig) -> dict[str, Any]:
@@ -84,7 +89,64 @@ def resume_checkpoint(cfg: TrainConfig) -> Path | None:
 
 
 def start_over(out: Path) -> None:
-    """Remove an earlier run's checkpoints, built model and TensorBoard events from ``out``."""
+    """Remove an earlier run's checkpoints, built model, TensorBoard events and environment record from ``out``."""
     for name in RUN_OUTPUTS:
         if (out / name).is_dir():
             shutil.rmtree(out / name)
+        elif (out / name).is_file():
+            (out / name).unlink()
+
+
+def environment() -> dict[str, Any]:
+    """What a run's figures depend on besides its config: Python, the machine and the versions of the packages
+    that compute them (those of :data:`RECORDED_PACKAGES` installed, and every ``gem-*`` distribution)."""
+    import platform
+    from importlib import metadata
+
+    cpu = ""
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), "")
+    except OSError:
+        pass
+    packages = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in RECORDED_PACKAGES or name.startswith("gem-"):
+            packages[name] = dist.version
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
+            "cpus": os.cpu_count(), "packages": dict(sorted(packages.items()))}
+
+
+def record_environment(out: Path, iteration: int) -> dict[str, Any]:
+    """Append this start's :func:`environment` to ``out/environment.jsonl`` (a resumed run adds a line, so a
+    run continued elsewhere shows it) and return it."""
+    record = {"iteration": iteration, **environment()}
+    with (out / "environment.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    return record
+
+
+def last_environment(out: Path) -> dict[str, Any]:
+    """The newest start's record in ``out/environment.jsonl`` ({} where there is none)."""
+    path = out / "environment.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if lines else {}
+
+
+def environments_line(records: list[dict[str, Any]]) -> str:
+    """One sentence for a table of runs: the CPU, Python and :data:`RECORDED_PACKAGES` versions they ran with, and
+    which of these differ between them ("" when none is recorded)."""
+    seen: dict[str, set[str]] = {}
+    for env in filter(None, records):
+        for key in ("cpu", "python"):
+            seen.setdefault(key, set()).add(str(env.get(key) or "?"))
+        for name in RECORDED_PACKAGES:
+            if name in env.get("packages", {}):
+                seen.setdefault(name, set()).add(env["packages"][name])
+    if not seen:
+        return ""
+    parts = [f"{key} {' / '.join(sorted(values))}" for key, values in seen.items() if key != "cpu"]
+    differ = [key for key, values in seen.items() if len(values) > 1]
+    line = f"Ran on {' / '.join(sorted(seen['cpu']))}: {', '.join(parts)}"
+    return line + (f" (the runs differ in {', '.join(differ)})" if differ else "") + "."

@@ -49,7 +49,7 @@ from gem_train.rollout import (
     encode_prompt,
     union_seconds,
 )
-from gem_train.run_folder import config_record, resume_checkpoint, start_over
+from gem_train.run_folder import config_record, record_environment, resume_checkpoint, start_over
 from gem_train.selfplay import collect_selfplay
 from gem_train.sharding import Shards
 
@@ -144,6 +144,8 @@ class _Run:
         )))
         self.checkpoint = checkpoint
         self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
+        if distributed.is_main():
+            record_environment(self.out, int(self.state.get("iteration", 0)))
         self.record = {"sft_done": True, "env": cfg.env.id, "config": config_record(cfg)}
         t = cfg.trainer
         self.log: MetricsLog | _Unlogged = MetricsLog(
