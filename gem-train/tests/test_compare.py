@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gem_train import compare
+from gem_train.checkpoint import latest_checkpoint
 from gem_train.compare import CompareConfig, main, parse, plan
 
 TESTS = Path(__file__).parent
@@ -56,6 +58,18 @@ def test_compare_end_to_end(tmp_path, monkeypatch, capsys):
     # a second call finds every run done and only redraws
     assert main(args) == 0
     assert "runs to do" not in capsys.readouterr().out
+    # a run whose recorded config no longer matches what its arguments compose to (its preset was edited since:
+    # here another discount) is run again, over its old folder, and the rest stay done
+    for path in (out / "smoke" / "grpo" / "seed0" / "checkpoints").glob("*/trainer_state.json"):
+        state = json.loads(path.read_text())
+        state["config"]["algo"]["gamma"] = 0.5
+        path.write_text(json.dumps(state))
+    compare._composed_record.cache_clear()
+    assert main(args) == 0
+    third = capsys.readouterr().out
+    assert "1 runs to do (1 done already)" in third and "grpo/seed0" in third
+    rerun = latest_checkpoint(out / "smoke" / "grpo" / "seed0") / "trainer_state.json"
+    assert json.loads(rerun.read_text())["config"]["algo"]["gamma"] != 0.5
 
 
 def test_every_run_of_the_default_grid_composes_and_the_tool_envs_use_their_tool(tmp_path):

@@ -19,6 +19,7 @@ a band of one standard deviation), ``<out>/compare.md`` (the table) and
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -33,8 +34,9 @@ from typing import Any, TypeVar
 
 from omegaconf import OmegaConf
 
+from gem_train.checkpoint import latest_checkpoint, load_trainer_state
 from gem_train.metrics_log import read_metrics
-from gem_train.run_folder import environments_line, last_environment
+from gem_train.run_folder import changed_settings, config_record, environments_line, last_environment
 
 T = TypeVar("T")
 
@@ -125,11 +127,39 @@ def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
 
 def finished(job: Job) -> bool:
     """An SFT job is done when its checkpoint exists; an RL run when it ended with these very arguments
-    (a run with other overrides, e.g. more iterations, is run again)."""
+    (a run with other overrides, e.g. more iterations, is run again). Either only while the config its
+    arguments compose to now matches the one its checkpoint recorded in every run-defining field
+    (:func:`gem_train.run_folder.changed_settings`): a preset edited since (another warm-start learning rate, say)
+    runs again rather than leaving a stale row in the table. A change of code alone is not seen: remove the
+    folder for that."""
     if job.algo is None:
-        return (job.out / "checkpoints" / "iter_000000" / "trainer_state.json").exists()
-    done = job.out / "done.json"
-    return done.exists() and json.loads(done.read_text()).get("args") == job.args
+        done = (job.out / "checkpoints" / "iter_000000" / "trainer_state.json").exists()
+    else:
+        path = job.out / "done.json"
+        done = path.exists() and json.loads(path.read_text()).get("args") == job.args
+    return done and _same_settings(job)
+
+
+def _same_settings(job: Job) -> bool:
+    checkpoint = latest_checkpoint(job.out)
+    recorded = load_trainer_state(checkpoint).get("config") if checkpoint else None
+    now = _composed_record(tuple(job.args))
+    return recorded is not None and now is not None and not changed_settings(recorded, now)
+
+
+@functools.cache
+def _composed_record(args: tuple[str, ...]) -> dict[str, Any] | None:
+    """The config record gem-train would write for ``args`` (None if they do not compose: running the job says
+    why)."""
+    from hydra import compose, initialize_config_module
+
+    from gem_train.cli import to_train_config
+
+    try:
+        with initialize_config_module("gem_train.conf", version_base="1.3"):
+            return config_record(to_train_config(compose("config", overrides=list(args))))
+    except Exception:  # any reason is gem-train's to report, in the job's console.log
+        return None
 
 
 #: what gem-train says when a folder's run was made with other run-defining settings
