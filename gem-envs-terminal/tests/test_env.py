@@ -4,6 +4,8 @@ and checks that nothing the agent prints or leaves behind can fool."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,8 +13,8 @@ from hypothesis import strategies as st
 
 import gem
 from gem.testing import ADVERSARIAL_ACTIONS, check_env
-from gem_envs_terminal.env import parse_action
-from gem_envs_terminal.workspace import MAX_BYTES, Workspace
+from gem_envs_terminal.env import RANDOM_COMMANDS, parse_action
+from gem_envs_terminal.workspace import EPOCH, MAX_BYTES, Workspace
 
 IDS = gem.list_envs("terminal:")
 
@@ -55,6 +57,35 @@ def test_commands_see_their_output_and_the_workspace_persists():
     obs, *_ = env.step("<bash>cat new.txt; exit 3</bash>")
     assert "made" in obs and "exit code 3" in obs
     assert env.step("<finish></finish>")[4]["format_error"] is False
+
+
+_PLAY = """
+import json, gem
+from gem_envs_terminal.env import RANDOM_COMMANDS
+env = gem.make("terminal:Shell-v0", max_turns=8)
+seen = [env.reset(seed=5)[0]] + [env.step(f"<bash>{c}</bash>")[0] for c in RANDOM_COMMANDS]
+print(json.dumps(seen))
+"""
+
+
+def test_random_play_repeats_for_a_seed():
+    # random actions feed tokenizer corpora and warm starts: their observations must not carry the run's uid
+    # (drawn afresh by each process's sandbox under root) or the clock, as `ls -la` did
+    def play() -> list[str]:
+        return json.loads(subprocess.run([sys.executable, "-c", _PLAY], capture_output=True, text=True,
+                                         check=True).stdout)
+
+    first = play()
+    assert len(first) == len(RANDOM_COMMANDS) + 1 and first == play()
+
+
+def test_the_workspace_shows_one_fixed_time():
+    # the snapshot keeps no times, so every run shows the same ones instead of the clock's
+    env = gem.make("terminal:Shell-v0", task="symlink_latest")
+    env.reset(seed=0)
+    obs = env.step("<bash>stat -c '%Y %n' . releases releases/*</bash>")[0]
+    times = {line.split()[0] for line in obs.split("<bash_output>")[1].split("</bash_output>")[0].splitlines()}
+    assert times == {str(EPOCH)}, obs
 
 
 def test_no_network_and_a_read_only_system():

@@ -39,7 +39,9 @@ MAX_COMMAND = 64 * 1024
 MAX_YAML = 4096
 MAX_YAML_BRACKETS = 64
 
-RANDOM_COMMANDS = ("ls -la", "pwd", "cat *.txt | head -n 5", "find . -type f | head", "echo hi > scratch.txt",
+#: what ``sample_random_action`` runs: commands whose output depends only on the workspace (``ls -l`` would
+#: show the run's uid, random per run under root, and the times of ``..``), so random play repeats for a seed
+RANDOM_COMMANDS = ("ls -a", "pwd", "cat *.txt | head -n 5", "find . -type f | head", "echo hi > scratch.txt",
                    "wc -l * 2>/dev/null | tail -n 1", "rm -f scratch.txt", "mkdir -p tmpdir")
 
 

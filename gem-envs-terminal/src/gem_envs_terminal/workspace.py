@@ -26,6 +26,8 @@ MAX_BYTES = 1 * MiB
 MAX_ENTRIES = 400
 #: what of a command's output the agent sees
 MAX_OUTPUT = 8 * 1024
+#: the modification time every unpacked entry shows (2024-01-01 00:00 UTC): the snapshot keeps no times
+EPOCH = 1_704_067_200
 
 # runs inside the sandbox: unpack, run, pack. Argument: the command's wall-clock limit in seconds
 _LAUNCHER = r'''
@@ -43,6 +45,10 @@ for entry in state["entries"]:
         with open(path, "wb") as f:
             f.write(base64.b64decode(entry["data"]))
         os.chmod(path, 0o755 if entry.get("exec") else 0o644)
+# the snapshot keeps no times: every entry shows one fixed time, so `ls -l` of the workspace repeats between runs
+for entry in state["entries"]:
+    os.utime(os.path.join("ws", entry["path"]), (EPOCH, EPOCH), follow_symlinks=False)
+os.utime("ws", (EPOCH, EPOCH))
 with open("out.txt", "wb") as out:
     try:
         code = subprocess.run(["sh", "-c", state["command"]], cwd="ws", stdin=subprocess.DEVNULL, stdout=out,
@@ -177,7 +183,7 @@ class CommandResult:
 def run_command(sandbox: Sandbox, workspace: Workspace, command: str, timeout: float) -> CommandResult:
     """Run ``command`` in a fresh sandbox on a copy of ``workspace``."""
     marker = "\n@@gem-workspace-" + base64.b32encode(os.urandom(10)).decode() + "@@"
-    launcher = f"MAX_ENTRIES = {MAX_ENTRIES}\nMAX_BYTES = {MAX_BYTES}\nMAX_OUTPUT = {MAX_OUTPUT}\n" \
+    launcher = f"MAX_ENTRIES = {MAX_ENTRIES}\nMAX_BYTES = {MAX_BYTES}\nMAX_OUTPUT = {MAX_OUTPUT}\nEPOCH = {EPOCH}\n" \
                f"MARKER = {marker!r}\n" + _LAUNCHER
     state = json.dumps({**workspace.to_json(), "command": command})
     # the launcher's own work (unpack, pack) gets a few seconds beyond the command's limit
