@@ -10,6 +10,7 @@ import numpy as np
 from gem import seeding
 from gem.compat.ctor_seed import TakesReferenceSeed
 from gem.executor import run_blocking
+from gem.reward_range import UNBOUNDED, guard
 
 if TYPE_CHECKING:
     from gem.registry import EnvSpec
@@ -57,6 +58,14 @@ class Env(metaclass=TakesReferenceSeed):
     spec: EnvSpec | None = None
     #: whether subclasses' constructors get ``seed=`` added (wrappers pass it on instead)
     _takes_ctor_seed: ClassVar[bool] = True
+    #: ``(low, high)``: every reward this env's ``step`` returns lies in it; a reward outside it (or not
+    #: finite) is a grading failure, not a reward (:mod:`gem.reward_range`). Subclasses narrow it (a class
+    #: attribute, or a property where it depends on the constructor's arguments)
+    reward_range: tuple[float, float] = UNBOUNDED
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard(cls)  # in one place: no env can return a reward outside its declared range
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Env:
         obj = super().__new__(cls)

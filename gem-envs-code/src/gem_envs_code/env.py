@@ -30,6 +30,7 @@ from gem.conventions import FORMAT_ERROR_REWARD
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv
 from gem.parsing import last_code_block
+from gem.reward_range import graded
 from gem_envs_code import sources
 from gem_envs_code.feedback import failure_feedback
 from gem_envs_code.problems import Problem
@@ -78,6 +79,9 @@ class CodeEnv(DatasetEnv):
     ``astep`` runs the tests as asyncio subprocesses (no thread per test); ``step``
     drives the same coroutine.
     """
+
+    #: rewards lie in [min(0, format_error_reward), 1]; gem.Env turns any other into a grading failure
+    reward_range = graded
 
     def __init__(
         self,

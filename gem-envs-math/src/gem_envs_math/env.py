@@ -9,6 +9,7 @@ from typing import Any
 from gem.conventions import FORMAT_ERROR_REWARD
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
+from gem.reward_range import graded
 from gem_envs_math import sources
 from gem_envs_math.grading import Grade, agrade, grade
 
@@ -56,6 +57,9 @@ class MathEnv(DatasetEnv):
     >>> env.step(r"$\\boxed{(3, \\frac{\\pi}{2})}$")[1]
     1.0
     """
+
+    #: rewards lie in [min(0, format_error_reward), 1]; gem.Env turns any other into a grading failure
+    reward_range = graded
 
     def __init__(
         self,

@@ -35,8 +35,10 @@ what else is in flight:
   the answer that went over by itself from the ones beside it.
 - **A warm sandbox.** Workers are forked from a template process that imported the
   grading modules once (a fork server), so replacing a killed worker costs milliseconds,
-  not the seconds of a fresh interpreter importing sympy, and a worker back from a job
-  takes the next one. Up to ``workers + 1`` idle workers are kept: the extra one takes
+  not the seconds of a fresh interpreter importing sympy, and, for graders that only parse
+  the answer (math-verify), a worker back from a job takes the next one; a grader that runs
+  the answer (reasoning-gym's scorers ``eval`` some) gets a fresh worker per job
+  (:class:`Kind`). Up to ``workers + 1`` idle workers are kept: the extra one takes
   the job a pause lets in, since a fresh fork pays for copying every page of the
   template it touches (about 30 ms of CPU per sympy grade), which a kept worker has
   paid once. Where gem-tools is installed and a sandbox works, the template runs
@@ -44,6 +46,11 @@ what else is in flight:
   no network, read-only files, a private ``/tmp``, an unprivileged uid. The scheduler
   here still supervises each worker through its pidfd and its pid in this namespace.
   :class:`_Template` is the one place workers are started.
+- **Data back, never code.** A worker replies in JSON, at most :data:`MAX_REPLY_BYTES`,
+  checked against its schema: a malformed reply fails its job and ends its worker. The
+  template is not dumpable (a worker cannot ptrace it) and forks only while its rlimits,
+  nice value, scheduling policy and affinity are as they started; a worker that changed
+  them ends the template, and the next fork starts a fresh one.
 
 Deadlines, restarts and losses are named as in gem-core's env host (:mod:`gem.host`): a
 job past its deadline is a step timeout (status :data:`TIMEOUT`, the host's
@@ -66,9 +73,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import importlib
+import json
 import os
 import pickle
+import resource
 import select
 import signal
 import socket
@@ -112,6 +122,11 @@ _TEARDOWN_S = 1.0
 #: seconds the template process may take to start (imports sympy) before the pool gives up
 _START_TIMEOUT = 120.0
 _READY = b"ready"
+#: the longest reply a worker may send (bytes of JSON): a longer one is that job's failure
+MAX_REPLY_BYTES = 1 << 20
+#: seconds the template may take to fork a worker before the pool starts a new template (a
+#: worker that stopped its template with SIGSTOP costs one restart, never a hung scheduler)
+_FORK_TIMEOUT = 10.0
 _EQUIVALENT = "gem_envs_math.verify:is_equivalent"
 #: the status of a job that spent its deadline (CPU budget) or slept as long, and was killed
 TIMEOUT = "timeout"
@@ -183,7 +198,8 @@ def _resolve(function: str) -> Any:
 
 # -- the processes ----------------------------------------------------------------------
 def _serve(jobs: Connection) -> None:
-    """Loop of a worker: receive ``(function, args)``, reply ``(ok, value)``."""
+    """Loop of a worker: receive ``(function, args)`` (a pickle from the trusted pool), reply
+    ``[ok, value]`` as JSON: what the pool reads back is data, never code (:func:`_parse_reply`)."""
     functions: dict[str, Any] = {}
     while True:
         try:
@@ -193,13 +209,51 @@ def _serve(jobs: Connection) -> None:
         try:
             if function not in functions:
                 functions[function] = _resolve(function)
-            reply = (True, functions[function](*args))
+            reply: list[Any] = [True, functions[function](*args)]
         except Exception as exc:  # reported to the caller as an "error" outcome
-            reply = (False, f"{type(exc).__name__}: {exc}"[:2000])
+            reply = [False, f"{type(exc).__name__}: {exc}"[:2000]]
         try:
-            jobs.send(reply)
-        except (OSError, pickle.PicklingError):
-            jobs.send((False, "the result cannot be sent back"))
+            data = json.dumps(reply).encode()
+        except (TypeError, ValueError) as exc:
+            data = json.dumps([False, f"the result is not plain data (JSON): {exc}"[:2000]]).encode()
+        jobs.send_bytes(data)
+
+
+def _parse_reply(data: bytes) -> tuple[bool, Any]:
+    """A worker's reply ``[ok, value]``, checked: JSON only, ``ok`` a bool, an error's value a
+    string. Raises ValueError for anything else: a worker runs the answer's code (a
+    reasoning-gym scorer ``eval``s it), so its reply is parsed as data, never unpickled."""
+    try:
+        reply = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # RecursionError: a nesting bomb
+        raise ValueError(f"not JSON ({exc})") from None
+    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], bool)):
+        raise ValueError("not a [ok, value] pair")
+    if not reply[0] and not isinstance(reply[1], str):
+        raise ValueError("an error whose message is not a string")
+    return reply[0], reply[1]
+
+
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0 (inherited by forks): a worker running as the same uid can then not
+    ptrace the template or its siblings, nor write their memory through /proc/PID/mem."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+#: every rlimit this platform has: the template checks them before each fork
+_RLIMITS = sorted({getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")})
+
+
+def _inherited() -> tuple[Any, ...]:
+    """The scheduling and resource state a forked worker inherits from the template: every
+    rlimit, the nice value, the scheduling policy and the CPU affinity (where the OS has them)."""
+    state: list[Any] = [tuple(resource.getrlimit(limit) for limit in _RLIMITS), os.getpriority(os.PRIO_PROCESS, 0)]
+    if hasattr(os, "sched_getaffinity"):
+        state += [os.sched_getscheduler(0), frozenset(os.sched_getaffinity(0))]
+    return tuple(state)
 
 
 def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> None:
@@ -214,11 +268,15 @@ def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> N
     as zombies.
     """
     control = socket.socket(fileno=control_fd)
+    _not_dumpable()
     for name in preload:
         module = importlib.import_module(name)  # before READY: imports never count against a timeout
         if callable(getattr(module, "warm_up", None)):
             module.warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # a worker runs as the template's uid, so it can prlimit, renice or re-pin the template (and
+    # every later worker would inherit that): the template forks only while it is as it started
+    started = _inherited()
     control.sendall(_READY)
     while True:
         try:
@@ -227,13 +285,13 @@ def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> N
             return
         if not fds:
             return  # the pool closed its end
+        if _inherited() != started:
+            return  # the pool reads EOF and starts a fresh template
         pid = os.fork()
         if pid == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             if memory_mb and sys.platform.startswith("linux"):
-                import resource
-
                 limit = memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             try:
@@ -414,7 +472,11 @@ class _Template:
         ours, theirs = socket.socketpair()
         try:
             socket.send_fds(self.control, [b"f"], [theirs.fileno()])
-            reply, fds, _, _ = socket.recv_fds(self.control, 1, 1)
+            self.control.settimeout(_FORK_TIMEOUT)  # a stopped template raises (TimeoutError is an OSError)
+            try:
+                reply, fds, _, _ = socket.recv_fds(self.control, 1, 1)
+            finally:
+                self.control.settimeout(None)
             if not reply:
                 raise OSError("the grading template process exited")
         except BaseException:
@@ -478,7 +540,9 @@ class GradingPool:
     (default ``GEM_MATH_GRADER_MEMORY_BUDGET_MB``, else :data:`DEFAULT_MEMORY_BUDGET_MB`
     or 256 MiB per worker if more; 0 for none). ``sandbox``: whether the workers are born
     in gem-tools' sandbox (see :class:`_Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
-    where it works); :meth:`isolation` says where they run.
+    where it works); :meth:`isolation` says where they run. ``reuse_workers``: whether a
+    worker takes another job after one (default: what :data:`POOL_KINDS` declares for this
+    ``preload``, else never, so a job that runs the answer's code cannot touch another's grade).
 
     >>> with GradingPool(workers=1, timeout=1.0) as pool:
     ...     pool.compare("9^{9^{9^9}}", "1").status
@@ -494,8 +558,13 @@ class GradingPool:
         max_processes: int = DEFAULT_MAX_PROCESSES,
         memory_budget_mb: int | None = None,
         sandbox: bool | None = None,
+        reuse_workers: bool | None = None,
     ) -> None:
         self.size = workers or _default_workers()
+        #: whether a worker back from a job takes the next one: only for jobs that parse the answer and
+        #: never run it (a job that runs the answer's code could change every later grade of its worker).
+        #: None: what the kind of pool with this ``preload`` declares (:data:`POOL_KINDS`), else fresh
+        self.reuse_workers = _declared_reuse(preload) if reuse_workers is None else bool(reuse_workers)
         self.sandbox = _sandbox_setting() if sandbox is None else sandbox
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -790,16 +859,22 @@ class GradingPool:
         worker = job.worker
         assert worker is not None
         try:
-            ok, value = conn.recv()
-        except (EOFError, OSError):
+            ok, value = _parse_reply(conn.recv_bytes(MAX_REPLY_BYTES))
+        except (EOFError, OSError):  # OSError: also a reply over MAX_REPLY_BYTES
             self._discard(worker)
             self._finish(job, CRASHED)
+            return
+        except ValueError as exc:  # a malformed reply ends its worker and fails its job
+            self._discard(worker)
+            self._finish(job, CRASHED, f"the grading worker sent a malformed reply: {exc}")
             return
         if job in self._paused:
             worker.signal(signal.SIGCONT)  # it replied just before it was paused
         (self._paused if job in self._paused else self._running).remove(job)
-        # up to one idle worker more than the slots: the job a pause lets in runs on it, not on a fresh fork
-        if len(self._idle) <= self.size and worker.measure_rss() <= self._spare_rss + _RETAINED:
+        # up to one idle worker more than the slots: the job a pause lets in runs on it, not on a fresh
+        # fork; a pool whose jobs run the answer's code never reuses a worker (reuse_workers)
+        if self.reuse_workers and len(self._idle) <= self.size and \
+                worker.measure_rss() <= self._spare_rss + _RETAINED:
             with self._lock:
                 self._idle.append(worker)
                 self._queued += self._inbox
@@ -922,11 +997,26 @@ def _verdict(outcome: Outcome) -> Verdict:
     return Verdict(outcome.status == "ok" and bool(outcome.value), status, outcome.seconds)
 
 
-#: preloaded modules of each kind of shared pool
-POOL_KINDS: dict[str, tuple[str, ...]] = {
-    "math": ("gem_envs_math.verify",),
-    "reasoning_gym": ("gem_envs_math.rg_score",),
+@dataclass(frozen=True)
+class Kind:
+    """A kind of grading job: the modules its workers preload, and whether a worker may take
+    another job after one (``reuse_workers``). Reuse is for graders that only parse the answer
+    (math-verify); a grader that runs it (reasoning-gym's ``score_answer`` ``eval``s some answers)
+    gets a fresh worker, forked from the clean template, for every job: the default."""
+
+    preload: tuple[str, ...]
+    reuse_workers: bool = False
+
+
+#: each kind of shared pool
+POOL_KINDS: dict[str, Kind] = {
+    "math": Kind(("gem_envs_math.verify",), reuse_workers=True),
+    "reasoning_gym": Kind(("gem_envs_math.rg_score",)),
 }
+
+
+def _declared_reuse(preload: Sequence[str]) -> bool:
+    return any(kind.preload == tuple(preload) and kind.reuse_workers for kind in POOL_KINDS.values())
 _shared: dict[str, GradingPool] = {}
 _shared_pid: int | None = None
 _shared_lock = threading.Lock()
@@ -947,7 +1037,8 @@ def shared_pool(kind: str = "math") -> GradingPool:
             _shared.clear()
             _shared_pid = os.getpid()
         if kind not in _shared or _shared[kind].closed:
-            _shared[kind] = GradingPool(preload=POOL_KINDS[kind])
+            declared = POOL_KINDS[kind]
+            _shared[kind] = GradingPool(preload=declared.preload, reuse_workers=declared.reuse_workers)
         return _shared[kind]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import gem
 from gem.core import StepResult
+from gem.reward_range import graded
 from gem_envs_math.env import TERMINAL_STATE
 from gem_envs_math.grading import grade
 
@@ -212,6 +213,9 @@ class ProceduralMathEnv(gem.Env):
     ``topics``: any of ``arithmetic``, ``algebra``, ``number_theory`` (default: all);
     ``difficulty``: ``easy``, ``medium`` or ``hard``.
     """
+
+    #: rewards lie in [min(0, format_error_reward), 1]; gem.Env turns any other into a grading failure
+    reward_range = graded
 
     def __init__(
         self,

@@ -17,6 +17,7 @@ except ImportError as exc:  # gem-core shows this message when an rg: env is mad
     raise ImportError("rg: envs need reasoning-gym: pip install 'gem-envs-math[reasoning-gym]'") from exc
 
 from gem.core import StepResult
+from gem.reward_range import graded
 from gem_envs_math.env import TERMINAL_STATE
 from gem_envs_math.extract import extract_final_answer
 from gem_envs_math.pool import shared_pool
@@ -49,6 +50,9 @@ class ReasoningGymEnv(gem.Env):
     >>> env.step(rf"\\boxed{{{env.answer}}}")[1]
     1.0
     """
+
+    #: rewards lie in [min(0, format_error_reward), 1]; gem.Env turns any other into a grading failure
+    reward_range = graded
 
     def __init__(
         self,
@@ -116,8 +120,14 @@ class ReasoningGymEnv(gem.Env):
         outcome = shared_pool("reasoning_gym").call(
             _SCORE, self._source(), self.size, self._current[0], answer, self.entry, timeout=self.grade_timeout
         )
-        score = float(outcome.value) if outcome.status == "ok" else 0.0
-        info.update(correct=score >= 1.0, format_error=False, grade_status=outcome.status, score=score)
+        status = outcome.status
+        score = outcome.value if status == "ok" else 0.0
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+            # a scorer the answer tampered with: a grading failure, never a reward (gem.reward_range)
+            info["grade_error"] = f"the scorer returned {str(score)[:100]!r}, not a score in [0, 1]"
+            status, score = "invalid_score", 0.0
+        score = float(score)
+        info.update(correct=score >= 1.0, format_error=False, grade_status=status, score=score)
         return TERMINAL_STATE, score, True, True, info
 
     def sample_random_action(self) -> str:

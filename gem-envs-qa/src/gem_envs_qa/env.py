@@ -9,6 +9,7 @@ from typing import Any
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem.parsing import answer_tag, last_boxed
+from gem.reward_range import graded
 from gem_envs_qa import sources
 from gem_envs_qa.metrics import exact_match, f1_score, parts_stated
 
@@ -65,6 +66,9 @@ class QaEnv(DatasetEnv):
     >>> env.step("<think>easy</think> <answer>paris</answer>")[1]
     1.0
     """
+
+    #: rewards lie in [min(0, format_error_reward), 1]; gem.Env turns any other into a grading failure
+    reward_range = graded
 
     def __init__(
         self,

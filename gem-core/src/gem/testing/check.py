@@ -14,6 +14,7 @@ import numpy as np
 
 from gem.conventions import FORMAT_ERROR
 from gem.core import Env
+from gem.reward_range import REWARD_ERROR, UNBOUNDED
 
 ADVERSARIAL_ACTIONS: tuple[str, ...] = (
     "",
@@ -190,6 +191,8 @@ def _check_step(env: Env, out: Any, action: str, check: str) -> tuple[Any, float
             raise _fail(check, env, f"step({shown}): {name} is {type(flag).__name__}, not bool")
     if not isinstance(info, dict):
         raise _fail(check, env, f"step({shown}): info is {type(info).__name__}, not dict")
+    if REWARD_ERROR in info:  # the env returned a reward outside its declared range (gem.reward_range)
+        raise _fail(check, env, f"step({shown}): {info[REWARD_ERROR]}")
     flag = info.get(FORMAT_ERROR, False)
     if not isinstance(flag, (bool, np.bool_)):
         raise _fail(check, env, f"step({shown}): info[{FORMAT_ERROR!r}] is {type(flag).__name__}, not bool")
@@ -234,7 +237,8 @@ def check_env(
 
     Checks (names usable in ``skip``): ``api`` (types of reset/step, episodes end within
     ``max_episode_steps`` under random actions; an ``info["format_error"]`` is a bool and a
-    format error ends the episode, see :mod:`gem.conventions`), ``robustness`` (adversarial and
+    format error ends the episode, see :mod:`gem.conventions`; ``reward_range`` is a non-empty
+    ``(low, high)`` and no reward leaves it, see :mod:`gem.reward_range`), ``robustness`` (adversarial and
     ``num_random_strings`` random strings never raise), ``determinism`` (``reset(seed)``
     replays the same episode), ``state`` (``get_state`` is JSON and ``set_state``
     resumes exactly), ``spawn``, ``async`` (``areset``/``astep``) and ``global_rng``
@@ -297,7 +301,18 @@ def check_env(
     return report
 
 
+def _check_reward_range(env: Env) -> None:
+    declared = getattr(env, "reward_range", UNBOUNDED)
+    try:
+        low, high = (float(end) for end in declared)
+    except (TypeError, ValueError):
+        raise _fail("api", env, f"reward_range must be (low, high), got {declared!r}") from None
+    if not low <= high:
+        raise _fail("api", env, f"reward_range {declared!r} is empty (low > high)")
+
+
 def _check_api(env: Env, actions: _Actions, seed: int, _n: int, max_steps: int, _spawn: bool) -> None:
+    _check_reward_range(env)
     _check_reset(env, env.reset(seed=seed), "api")
     actions.reseed(seed)
     for _episode in range(2):
