@@ -49,7 +49,8 @@ def test_a_typo_gets_did_you_mean_in_sentences_of_their_own():
 def test_a_missing_suite_says_how_to_install_it_from_this_tree(gem_registry):
     with pytest.raises(gem.errors.SuiteNotInstalledError) as info:
         gem.make("game:Sudoku-v0")
-    assert str(info.value).endswith("from a clone of the GEM repository: pip install -e gem-envs-games.")
+    assert str(info.value).endswith("from the root of a clone of the GEM repository: "
+                                    "pip install -e gem-core -e gem-envs-games.")
 
 
 def test_info_shows_strings_as_the_env_reads_them():
@@ -158,8 +159,8 @@ def test_a_command_of_a_package_not_installed_names_the_package_in_one_line(gem_
     _without_distribution(monkeypatch, "gem-tools")  # gem-core alone: gem-tools provides `gem sandbox`
     assert main(["sandbox"]) == 2
     err = capsys.readouterr().err
-    assert err == ("gem: gem sandbox is provided by gem-tools; install it from a clone of the GEM repository: "
-                   "pip install -e gem-tools\n")
+    assert err == ("gem: gem sandbox is provided by gem-tools; install it from the root of a clone of the GEM "
+                   "repository: pip install -e gem-core -e 'gem-tools[all]'\n")
     _without_distribution(monkeypatch, "gem-train")
     assert main(["train", "algo=grpo"]) == 2
     assert "gem train is provided by gem-train; install it" in capsys.readouterr().err

@@ -54,7 +54,7 @@ def test_import_gem_imports_no_suite_and_reference_paths_stay_lazy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if out.returncode:  # gem-envs-math absent: that import fails, and says so
-        assert "pip install -e gem-envs-math" in out.stderr
+        assert "pip install -e gem-core -e 'gem-envs-math[reasoning-gym]'" in out.stderr
     else:
         assert out.stdout.split() == ["[]", "[]"]
 
@@ -65,11 +65,12 @@ def test_a_path_whose_suite_is_absent_says_what_to_install(monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "gem_envs_math" else real_find_spec(name, *a)
     )
     monkeypatch.delitem(sys.modules, "gem.envs.math_env", raising=False)
-    expected = r"needs gem-envs-math, not installed: install gem-envs-math from a clone of the GEM repository: "
-    with pytest.raises(ImportError, match=expected + r"pip install -e gem-envs-math$"):
+    expected = (r"needs gem-envs-math, not installed: install gem-envs-math from the root of a clone of the GEM "
+                r"repository: ")
+    with pytest.raises(ImportError, match=expected + r"pip install -e gem-core -e 'gem-envs-math\[reasoning-gym\]'$"):
         from gem.envs.math_env import MathEnv  # noqa: F401
     monkeypatch.delitem(sys.modules, "gem.envs.reasoning_gym", raising=False)
-    with pytest.raises(ImportError, match=r"pip install -e '?gem-envs-math"):
+    with pytest.raises(ImportError, match=r"pip install -e gem-core -e '?gem-envs-math"):
         import gem.envs.reasoning_gym  # noqa: F401
 
 

@@ -131,3 +131,43 @@ def test_a_package_row_installs_in_a_fresh_venv(tmp_path: Path) -> None:
                             "import gem; print(len(gem.list_envs('multi:')) > 0)"],
                            capture_output=True, text=True, timeout=120)
     assert check.stdout.strip() == "True", check.stderr[-2000:]
+
+
+def _table_lines() -> dict[str, str]:
+    """The install cell's command of each row of the root README's package table."""
+    rows = re.findall(r"^\| \[`(gem-[a-z-]+)`\]\([^)]*\) \| `([^`]+)`", (ROOT / "README.md").read_text(), re.M)
+    return dict(rows)
+
+
+def test_install_hints_are_the_readme_table_lines() -> None:
+    """What gem prints at the moment of need (a missing suite, `gem train` without gem-train) is the
+    README's working line, never a line that pulls CUDA torch or fails on a missing sibling."""
+    from gem.errors import INSTALL_LINES, SuiteNotInstalledError, install_hint
+    from gem.registry import EnvRegistry
+
+    table = _table_lines()
+    assert set(table) == set(INSTALL_LINES), "every package has a row and a hint"
+    for package, line in INSTALL_LINES.items():
+        assert table[package] == line
+        assert install_hint(package).endswith(line)
+    assert "torch==2.13.0 &&" in install_hint("gem-train")
+    with pytest.raises(SuiteNotInstalledError, match=re.escape(INSTALL_LINES["gem-envs-games"])):
+        EnvRegistry().spec("game:Sudoku-v0")  # an empty registry: the games suite is not installed
+
+
+@pytest.mark.skipif(os.environ.get("GEM_SKIP_NETWORK_TESTS") == "1", reason="needs the package registry")
+def test_a_printed_hint_installs_in_a_fresh_venv(tmp_path: Path) -> None:
+    """The hint for a missing code suite, run as printed: it used to be `pip install -e gem-envs-code`,
+    which fails with "No matching distribution found for gem-tools"."""
+    from gem.errors import install_hint
+
+    command = install_hint("gem-envs-code").split(": ", 1)[1]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = shlex.split(command)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", *pip, "-q"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import gem_envs_code, gem_tools; print('ok')"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.stdout.strip() == "ok", check.stderr[-2000:]

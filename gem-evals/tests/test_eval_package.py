@@ -43,8 +43,8 @@ def test_without_gem_evals_gem_eval_names_the_package_to_install(gem_catalog, mo
 
     monkeypatch.setattr(metadata, "distribution", distribution)
     assert gem_main(["eval", "game:GuessTheNumber-v0-easy", "--model", "openai:x"]) == 2
-    assert capsys.readouterr().err == ("gem: gem eval is provided by gem-evals; install it from a clone of the GEM "
-                                       "repository: pip install -e gem-evals\n")
+    assert capsys.readouterr().err == ("gem: gem eval is provided by gem-evals; install it from the root of a clone "
+                                       "of the GEM repository: pip install -e gem-core -e gem-evals\n")
 
 
 def test_the_old_module_paths_are_handed_to_the_compat_table():
@@ -131,8 +131,9 @@ def test_a_local_model_kind_no_package_provides_says_to_install_gem_train(monkey
     _engines(monkeypatch, [])
     with pytest.raises(ModelSpecError) as info:
         local_engines.EngineChatModel("hf", "/models/any")
-    assert str(info.value) == ("--model hf:PATH runs the model with gem-train's engines; install gem-train from a "
-                               "clone of the GEM repository: pip install -e gem-train")
+    assert str(info.value) == ("--model hf:PATH runs the model with gem-train's engines; install gem-train from the "
+                               "root of a clone of the GEM repository: pip install torch==2.13.0 && "
+                               "pip install -e gem-core -e gem-envs-games -e gem-train")
 
 
 class Duel(MultiAgentEnv):
@@ -165,7 +166,7 @@ def test_model_opponents_come_from_gem_evals(monkeypatch):
         *_, info = env.step("mine")
     assert info["opponent_actions"] == [{"b": "hello"}]
     monkeypatch.setattr("gem.multiagent.opponent.metadata.entry_points", lambda **kw: [])
-    with pytest.raises(EntryPointError, match="pip install -e gem-evals"):
+    with pytest.raises(EntryPointError, match="pip install -e gem-core -e gem-evals"):
         OpponentEnv(Duel(), opponent="model:openai:constant:hello")
 
 

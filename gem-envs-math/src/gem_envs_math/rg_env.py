@@ -10,11 +10,13 @@ import functools
 from typing import Any
 
 import gem
+from gem.errors import install_hint
 
 try:
     import reasoning_gym
 except ImportError as exc:  # gem-core shows this message when an rg: env is made
-    raise ImportError("rg: envs need reasoning-gym: pip install 'gem-envs-math[reasoning-gym]'") from exc
+    hint = install_hint("gem-envs-math[reasoning-gym]")
+    raise ImportError(f"rg: envs need reasoning-gym; install it {hint}") from exc
 
 from gem.core import StepResult
 from gem.reward_range import graded

