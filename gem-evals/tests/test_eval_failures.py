@@ -139,3 +139,75 @@ def test_vllm_without_vllm_installed_says_what_to_install_in_one_line(count_regi
                     "-e gem-envs-games -e gem-train (on a CUDA machine, the 'gem-train[vllm]' extra instead); or "
                     "use --model hf:PATH (transformers)")
     assert not (tmp_path / "out").exists()  # nothing is written for a run that never started
+
+
+class HangingServer:
+    """Accepts connections and reads requests, never answers: a server that hung."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_hanging_server_is_reported_within_the_timeout_and_stops_the_run(count_registry, tmp_path, capsys):
+    """Issue 34, point 2: a server that accepts and never answers printed nothing for 12 minutes. Now
+    the wait and each timed-out retry are on screen (naming --request-timeout and the retry count),
+    and after HANG_STOP timeouts with nothing answered the run stops with the reason, non-zero."""
+    import time
+
+    from gem_evals.openai_client import HANG_STOP
+
+    server = HangingServer()
+    try:
+        started = time.monotonic()
+        status = gem_main(["eval", "test:Count-v0", "--output", str(tmp_path / "out"), "--model", "openai:x",
+                           "--base-url", server.url, "--episodes", "2", "--request-timeout", "0.5",
+                           "--retry-backoff", "0.01"])
+        seconds = time.monotonic() - started
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    assert status == 1 and out == "" and "Traceback" not in err
+    assert f"{server.url}: no answer yet after 0.5 s; a request times out after 0.5 s (--request-timeout)" in err
+    assert f"{server.url}: no answer within 0.5 s (--request-timeout); retry 1 of 5" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"gem eval: stopped: {server.url} accepts connections but answered none of {HANG_STOP}")
+    assert "raise --request-timeout if it is only slow" in last
+    assert seconds < HANG_STOP * 0.5 + 10  # stopped after its tries, not after every retry of every episode
+
+
+def test_the_request_timeout_default_reports_a_hang_within_a_minute():
+    from gem_evals.cli import build_parser
+
+    assert build_parser().parse_args(["test:Count-v0", "--model", "openai:x"]).request_timeout <= 60
+    assert EvalConfig(["test:Count-v0"], model="openai:x").request_timeout <= 60
+
+
+def test_listing_the_models_of_a_hanging_server_fails_fast_and_says_why(count_registry, tmp_path, capsys):
+    server = HangingServer()
+    try:
+        status = gem_eval("--model", server.url, "--request-timeout", "0.5", output=tmp_path / "out")
+    finally:
+        server.close()
+    line = one_line(capsys.readouterr().err)
+    assert status != 0
+    assert f"cannot list the models of {server.url}: no answer within 0.5 s (listing its models)" in line

@@ -15,6 +15,8 @@ import sys
 from gem.registration import register
 from gem_evals.evaluation import EvalConfig, EvalResult, evaluate
 from gem_evals.metrics import markdown_table
+from gem_evals.models import DEFAULT_REQUEST_TIMEOUT
+from gem_evals.openai_client import HANG_STOP
 
 
 class _DefaultsFormatter(argparse.HelpFormatter):
@@ -76,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an episode that takes longer, model time included, ends as a failure")
     r.add_argument("--max-retries", type=int, default=5, help="retries of a failed request (connection, 429, 5xx)")
     r.add_argument("--retry-backoff", type=float, default=0.5, help="first retry delay in seconds; doubles each time")
-    r.add_argument("--request-timeout", type=float, default=120.0, help="seconds before a request is retried")
+    r.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT,
+                   help=f"seconds without an answer before a request is retried (default {DEFAULT_REQUEST_TIMEOUT:g}); "
+                        f"a server that answers none of {HANG_STOP} tries of a request stops the run")
     r.add_argument("--output", help="folder for episodes.jsonl, summary.md, summary.json (default gem-eval/MODEL)")
     r.add_argument("--overwrite", action="store_true", help="discard what --output holds instead of resuming")
     r.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

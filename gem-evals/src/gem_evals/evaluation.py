@@ -29,7 +29,7 @@ from gem.runner import Trajectory, run_episodes
 from gem.wrappers import apply_wrappers, get_wrapper_fns, needs_tokenizer
 from gem.wrappers.history import MODES as HISTORY_MODES
 from gem_evals.metrics import markdown_table, summarize
-from gem_evals.models import ChatModel, Sampling, make_model, parse_model_spec
+from gem_evals.models import DEFAULT_REQUEST_TIMEOUT, ChatModel, Sampling, make_model, parse_model_spec
 from gem_evals.policy import ChatPolicy, EpisodeLog
 from gem_evals.progress import Progress
 from gem_evals.records import EpisodeKey, EpisodeStore, needs_rerun
@@ -71,7 +71,7 @@ class EvalConfig:
     overwrite: bool = False
     max_retries: int = 5
     retry_backoff: float = 0.5
-    request_timeout: float = 120.0
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     # vllm:/hf: engines only
     max_model_len: int = 4096
     progress: bool = True

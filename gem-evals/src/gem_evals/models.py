@@ -33,6 +33,10 @@ __all__ = ["ChatModel", "Completion", "EndpointError", "ModelSpec", "ModelSpecEr
            "parse_model_spec"]
 
 
+#: the default of --request-timeout (seconds): a server that accepts a request and never answers is
+#: reported within a minute (see :mod:`gem_evals.openai_client`); raise it for a slow server
+DEFAULT_REQUEST_TIMEOUT = 60.0
+
 class ModelSpecError(GemError, ValueError):
     """A ``--model`` value that names no model ``gem eval`` can run."""
 
@@ -97,7 +101,8 @@ def parse_model_spec(model: str, base_url: str | None = None) -> ModelSpec:
 
 
 def make_model(spec: ModelSpec, *, api_key_env: str = "OPENAI_API_KEY", max_retries: int = 5,
-               retry_backoff: float = 0.5, request_timeout: float = 120.0, max_model_len: int = 4096) -> ChatModel:
+               retry_backoff: float = 0.5, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+               max_model_len: int = 4096) -> ChatModel:
     """The :class:`ChatModel` a spec names, ready to chat."""
     if spec.kind == "openai":
         from gem_evals.openai_client import OpenAIChatModel

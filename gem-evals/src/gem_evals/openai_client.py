@@ -10,6 +10,12 @@ exponential backoff and jitter (``Retry-After`` is honoured); each retry is coun
 the :class:`~gem_evals.models.Completion`. 401, 403 and 404 stop the evaluation
 (:attr:`EndpointError.fatal`): a wrong key or model name fails every request alike.
 
+A wait is never silent (:func:`gem_evals.progress.notice`): a server that has not answered
+the run's first request within :data:`WAITING_NOTICE_S` says so, every retry says why (a
+timeout names ``--request-timeout``) and which retry of how many it is, and a server that
+accepts connections but has answered nothing after :data:`HANG_STOP` timeouts of one request
+stops the run (fatal) instead of timing out every episode in turn.
+
 >>> model = OpenAIChatModel("gpt-4o-mini", "https://api.openai.com/v1")      # doctest: +SKIP
 >>> await model.chat([{"role": "user", "content": "hi"}], Sampling())         # doctest: +SKIP
 """
@@ -21,23 +27,35 @@ import json
 import os
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from gem_evals.models import Completion, EndpointError, ModelSpecError, Sampling
+from gem_evals.models import DEFAULT_REQUEST_TIMEOUT, Completion, EndpointError, ModelSpecError, Sampling
+from gem_evals.progress import notice
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RETRY_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401, 403, 404}
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+#: seconds without any answer yet before the run says it is waiting for the server
+WAITING_NOTICE_S = 15.0
+#: timeouts of one request, with no request of the run answered yet, that stop the run: the server
+#: accepts connections but never answers (a slow one answers some request first)
+HANG_STOP = 3
+#: the most seconds listing the server's models (/models) may take: it answers at once when the server is up
+_LIST_TIMEOUT = 15.0
+#: seconds between two retry notices: many requests in flight fail together, one line says it
+_NOTICE_EVERY_S = 5.0
 
 
 class _Failure(Exception):
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None,
+                 timed_out: bool = False) -> None:
         super().__init__(message)
-        self.status, self.retry_after = status, retry_after
+        self.status, self.retry_after, self.timed_out = status, retry_after, timed_out
 
     @property
     def retryable(self) -> bool:
@@ -83,7 +101,7 @@ class OpenAIChatModel:
         api_key_env: str = "OPENAI_API_KEY",
         max_retries: int = 5,
         retry_backoff: float = 0.5,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key = os.environ.get(api_key_env)
@@ -107,6 +125,10 @@ class OpenAIChatModel:
         )
         # OpenAI's reasoning models refuse max_tokens and want max_completion_tokens; switched on their first 400
         self._tokens_field = "max_tokens"
+        #: requests answered so far (a server that answered once is slow when it times out, not hung)
+        self.answered = 0
+        self._waiting_noted = False
+        self._last_notice = -_NOTICE_EVERY_S
         try:
             self.name = name if name is not None else self._served_model()
         except EndpointError:
@@ -115,7 +137,7 @@ class OpenAIChatModel:
 
     def _served_model(self) -> str:
         try:
-            models = self._request("GET", "/models")
+            models = self._request("GET", "/models", timeout=min(self.timeout, _LIST_TIMEOUT))
         except _Failure as exc:
             raise EndpointError(f"cannot list the models of {self.base_url}: {exc}", retryable=False) from None
         data = models.get("data") or []
@@ -123,14 +145,20 @@ class OpenAIChatModel:
             raise EndpointError(f"{self.base_url}/models lists no model; name one with --model openai:NAME")
         return str(data[0]["id"])
 
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None,
+                 timeout: float | None = None) -> dict[str, Any]:
         content = json.dumps(payload).encode() if payload is not None else None
+        limit = self.timeout if timeout is None else timeout
         try:
-            response = self._client.request(method, self.base_url + path, content=content)
+            response = self._client.request(method, self.base_url + path, content=content, timeout=limit)
             if response.status_code >= 400:
                 raise _Failure(f"HTTP {response.status_code}: {_detail(response)}", response.status_code,
                                _retry_after(response))
             return response.json()
+        except httpx.TimeoutException as exc:
+            what = "no answer" if isinstance(exc, httpx.ReadTimeout) else f"{type(exc).__name__}: no connection"
+            flag = "--request-timeout" if timeout is None else "listing its models"
+            raise _Failure(f"{what} within {limit:g} s ({flag})", timed_out=True) from None
         except (httpx.RequestError, httpx.InvalidURL, ValueError) as exc:
             # RequestError: refused connections, timeouts, broken answers; ValueError: a 200 whose body is not JSON
             raise _Failure(f"{type(exc).__name__}: {exc}") from None
@@ -145,13 +173,20 @@ class OpenAIChatModel:
             payload["top_p"] = sampling.top_p
         if sampling.seed is not None:
             payload["seed"] = sampling.seed
-        retries = 0
+        retries = timeouts = 0
         while True:
             payload[self._tokens_field] = sampling.max_tokens
             try:
-                body = await _in_daemon_thread(self._request, "POST", "/chat/completions", payload)
+                body = await self._post(payload)
+                self.answered += 1
                 break
             except _Failure as exc:
+                timeouts = timeouts + 1 if exc.timed_out else 0
+                if timeouts >= HANG_STOP and not self.answered:
+                    raise EndpointError(
+                        f"{self.base_url} accepts connections but answered none of {timeouts} tries of one "
+                        f"request ({exc}); check the server, or raise --request-timeout if it is only slow",
+                        retries, fatal=True) from None
                 if exc.status == 400 and self._tokens_field == "max_tokens" and "max_completion_tokens" in str(exc):
                     del payload["max_tokens"]
                     self._tokens_field = "max_completion_tokens"
@@ -164,8 +199,10 @@ class OpenAIChatModel:
                     raise EndpointError(f"{self.base_url}: gave up after {retries} retries: {exc}", retries) from None
                 # full jitter keeps many episodes from retrying in step
                 delay = exc.retry_after if exc.retry_after is not None else self.retry_backoff * 2**retries
+                delay = min(delay, 60.0) * (0.5 + random.random() / 2)
                 retries += 1
-                await asyncio.sleep(min(delay, 60.0) * (0.5 + random.random() / 2))
+                self._notice(f"{self.base_url}: {exc}; retry {retries} of {self.max_retries} in {delay:.1f} s")
+                await asyncio.sleep(delay)
         try:
             choice = body["choices"][0]
             text = (choice.get("message") or {}).get("content") or ""
@@ -179,6 +216,25 @@ class OpenAIChatModel:
             finish_reason=str(choice.get("finish_reason") or "stop"),
             retries=retries,
         )
+
+    async def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One chat request; says so once if the run's first answer is long in coming."""
+        request = asyncio.ensure_future(_in_daemon_thread(self._request, "POST", "/chat/completions", payload))
+        if not self.answered and not self._waiting_noted:
+            await asyncio.wait({request}, timeout=min(WAITING_NOTICE_S, self.timeout))
+            if not request.done() and not self.answered and not self._waiting_noted:
+                self._waiting_noted = True
+                notice(f"{self.base_url}: no answer yet after {min(WAITING_NOTICE_S, self.timeout):g} s; a request "
+                       f"times out after {self.timeout:g} s (--request-timeout) and is retried up to "
+                       f"{self.max_retries} times")
+        return await request
+
+    def _notice(self, line: str) -> None:
+        """A retry notice, at most one per :data:`_NOTICE_EVERY_S` (requests in flight fail together)."""
+        now = time.monotonic()
+        if now - self._last_notice >= _NOTICE_EVERY_S:
+            self._last_notice = now
+            notice(line)
 
     def close(self) -> None:
         """Close the pooled connections (requests still in flight fail)."""

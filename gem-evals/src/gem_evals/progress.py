@@ -10,6 +10,24 @@ import sys
 import time
 from typing import Any, TextIO
 
+#: the bars on screen now: a notice is written above them rather than through them
+_ACTIVE: list[Progress] = []
+
+
+def notice(line: str) -> None:
+    """Write ``line`` on stderr, above the progress bar if one is drawn (a request that timed out
+    and is retried, a server that has not answered yet): a wait is never silent. Quiet while the
+    current run's progress is off (``--no-progress``)."""
+    bar = _ACTIVE[-1] if _ACTIVE else None
+    if bar is not None and not bar.enabled:
+        return
+    if bar is not None and bar._bar is not None:
+        bar._bar.write(line, file=bar.stream)
+        return
+    stream = bar.stream if bar is not None else sys.stderr
+    stream.write(line + "\n")
+    stream.flush()
+
 
 class Progress:
     """Counts finished episodes of one env; ``done`` episodes were finished before a resume."""
@@ -24,6 +42,7 @@ class Progress:
         self.start = time.perf_counter()
         self._next_log = self.count
         self._bar: Any = None
+        _ACTIVE.append(self)
         if self.tty:
             from tqdm import tqdm
 
@@ -65,5 +84,7 @@ class Progress:
             self._next_log = self.count + max(1, self.total // 10)
 
     def close(self) -> None:
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         if self._bar is not None:
             self._bar.close()
