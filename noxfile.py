@@ -14,6 +14,7 @@ so a change to gem-core is tested against every suite at once.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -101,6 +102,9 @@ INTEGRATIONS: dict[str, list[list[str]] | str] = {
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False
+# nox looks for uv first and says "uv binary not found." at the top of every session, which reads like an
+# error; these sessions build their venvs with virtualenv and pip on purpose (pip finds the local torch build)
+logging.getLogger("nox").addFilter(lambda record: record.getMessage() != "uv binary not found.")
 
 
 def _install_tree(session: nox.Session, package: str, extras: str = "test", before: bool = True) -> None:

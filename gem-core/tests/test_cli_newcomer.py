@@ -177,3 +177,17 @@ def test_a_command_whose_plugin_is_switched_off_says_so_and_a_typo_finds_it():
     typo = subprocess.run([sys.executable, "-c", script, "sandbx"], capture_output=True, text=True, timeout=60,
                           env=env)
     assert typo.returncode == 2 and "Did you mean 'sandbox'?" in typo.stderr
+
+
+def test_python_dash_m_gem_is_the_gem_command():
+    """Issue 34, point 6: `python -m gem` did not work (gem had no __main__), where users of pip, pytest and
+    nox expect it to."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gem", "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gem-core ")
+    done = subprocess.run([sys.executable, "-m", "gem", "info", "test:Nope-v0"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr

@@ -118,3 +118,18 @@ def test_plugin_counts_are_reported(fake_plugins):
         with plugins.isolated(load_plugins=True) as cat:
             good = next(p for p in cat.plugins if p.name == "good")
             assert good.counts["envs"] == 1 and good.counts["wrappers"] == 1
+
+
+def test_an_id_of_a_suite_no_plugin_registers_names_the_plugin_that_failed(fake_plugins):
+    """Issue 34, point 6: gem.make("bad:Foo-v0") for a plugin that failed to load said "No env ... Did you
+    mean ...", not that the plugin that would provide it failed."""
+    with pytest.warns(RuntimeWarning), plugins.isolated(load_plugins=True):
+        with pytest.raises(gem.errors.UnknownEnvError) as info:
+            gem.make("broken_import:Foo-v0")
+        message = str(info.value)
+        assert ("no loaded plugin registers suite 'broken_import', and a gem plugin that may provide it "
+                "failed") in message
+        assert "'broken_import' (unknown): import: ImportError: this plugin needs a package that is missing" in message
+        assert "hook exploded" in message and "`gem plugins` shows it" in message
+        with pytest.raises(gem.errors.UnknownEnvError, match="Did you mean 'good:Count-v0'"):
+            gem.make("good:Cuont-v0")  # a suite that loaded: the usual hint

@@ -79,6 +79,20 @@ def test_resuming_with_the_same_config_says_so_and_continues(finished_run, tmp_p
     assert starts[1]["python"] and starts[1]["cpus"] >= 1
 
 
+def test_rerunning_a_finished_run_says_so_in_one_line_and_trains_nothing(finished_run, tmp_path):
+    """Issue 34, point 4: a rerun of the main job printed "resuming from ... at iteration 25" and the old table,
+    trained nothing, and said nothing of how to start over."""
+    out = copy_of(finished_run[0], tmp_path)
+    metrics = (out / "metrics.jsonl").read_text()
+    done = gem_train(*SMALL, f"experiment.output_dir={out}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = done.stdout.splitlines()[0]
+    assert first == (f"{out} holds a finished run (1 of 1 iterations): nothing to train. To start over: "
+                     "trainer.resume=false (or another experiment.output_dir=...); to train on: trainer.iterations=2")
+    assert "resuming" not in done.stdout and "[train]" not in done.stdout
+    assert (out / "metrics.jsonl").read_text() == metrics
+
+
 def test_starting_over_with_resume_false_replaces_the_old_run(finished_run, tmp_path):
     out = copy_of(finished_run[0], tmp_path)
     done = gem_train(*SMALL, "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter", "trainer.sft.episodes=0",

@@ -178,6 +178,8 @@ def _discover(catalog: Catalog) -> Catalog:
             continue
         modules.append((info, module, module))
     _load(catalog, modules)
+    catalog.envs.failed_plugins = [(p.name, p.distribution, p.error or "") for p in catalog.plugins
+                                   if p.status == "error"]
     return catalog
 
 

@@ -252,6 +252,9 @@ class EnvRegistry(_Sourced):
         super().__init__()
         self._specs: dict[str, EnvSpec] = {}
         self._families: dict[str, EnvSpec] = {}
+        #: ``(plugin name, distribution, error)`` of each gem plugin that failed to load (set by
+        #: :mod:`gem.plugins`): an id of an unregistered suite names them, since one may be its provider
+        self.failed_plugins: list[tuple[str, str, str]] = []
         self._lock = threading.RLock()
 
     def register(
@@ -328,6 +331,12 @@ class EnvRegistry(_Sourced):
             return family
         hint = did_you_mean(env_id, list(self._specs))
         package = package_for(env_id)
+        suite = env_id.split(":")[0]
+        if self.failed_plugins and not any(i.split(":")[0] == suite for i in self._specs):
+            failed = "; ".join(f"{name!r} ({dist}): {error}" for name, dist, error in self.failed_plugins)
+            raise UnknownEnvError(
+                f"No env {env_id!r}: no loaded plugin registers suite {suite!r}, and a gem plugin that may provide "
+                f"it failed to load: {failed}. `gem plugins` shows it; GEM_STRICT_PLUGINS=1 raises its traceback.")
         if package and not any(i.split(":")[0] == env_id.split(":")[0] for i in self._specs):
             raise SuiteNotInstalledError(
                 f"No env {env_id!r}: its suite is not installed. Install {package} {install_hint(package)}.{hint}"

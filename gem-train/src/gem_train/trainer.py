@@ -19,6 +19,7 @@ which turns each learns from, and rank 0 alone writes metrics and checkpoints an
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
 from gem_train.checkpoint import load_optimizer, load_trainer_state, save_checkpoint
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, check_model_path, validate
-from gem_train.curves import write_curves
+from gem_train.curves import curve_summary, write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
 from gem_train.envs import check_env_ids, env_factory, templated
@@ -341,6 +342,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     process group here; only rank 0's summary holds evaluations and curves.
     """
     checkpoint = check_run(cfg)  # before minutes of model building, not after
+    if checkpoint is not None and int(load_trainer_state(checkpoint).get("iteration", 0)) >= cfg.trainer.iterations:
+        return _finished(cfg, checkpoint)
     if cfg.trainer.threads and cfg.rollout.engine not in VLLM_ENGINES:
         # vLLM's CPU backend binds its own OpenMP threads and fails if torch's count was changed before
         torch.set_num_threads(cfg.trainer.threads)
@@ -351,6 +354,23 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     finally:
         if joined:
             distributed.shutdown()
+
+
+def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:
+    """A rerun of a run that reached ``trainer.iterations``: one line that says so and how to train again, then
+    its curves as they were (nothing is trained, built or rewritten)."""
+    out = Path(cfg.experiment.output_dir)
+    done = int(load_trainer_state(checkpoint)["iteration"])
+    summary: dict[str, Any] = {"output_dir": str(out), "resumed_from": str(checkpoint), "finished": True}
+    if os.environ.get("RANK", "0") == "0":  # before the process group: torchrun's other ranks say nothing
+        show(f"{out} holds a finished run ({done} of {cfg.trainer.iterations} iterations): nothing to train. "
+             f"To start over: trainer.resume=false (or another experiment.output_dir=...); to train on: "
+             f"trainer.iterations={done + max(1, done)}")
+        records = read_metrics(out / "metrics.jsonl")
+        if records and cfg.experiment.console:
+            summary["curves"] = curve_summary(records)
+            show(f"\n{summary['curves']}\ncurves: {out / 'curves.png'}, TensorBoard: {out / 'tensorboard'}")
+    return summary
 
 
 def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
