@@ -279,3 +279,81 @@ def test_the_example_client_wins_against_the_server(serve):
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == "2/2 won"
+
+
+README = Path(__file__).resolve().parents[2] / "examples" / "openenv" / "README.md"
+RESET = '{"type": "reset", "data": {"seed": 0}}'
+STEP = '{"type": "step", "data": {"action": "\\\\boxed{5}"}}'
+STATE = '{"type": "state"}'
+CLOSE = '{"type": "close"}'
+
+
+def test_the_documented_websocket_frames_play_and_mistakes_are_answered_on_an_open_socket(serve):
+    """Issue 34, point 3: the protocol was undocumented, and "send reset with an optional seed" as a plain
+    string closed the socket with "'str' object has no attribute 'get'". The README's frames, sent as
+    written, play; each mistake is an error frame saying what to send, and the session goes on."""
+    text = README.read_text()
+    for frame in (RESET, STEP, STATE, CLOSE, '{"type": "reset", "seed": 1}'):
+        assert f"`{frame}`" in text
+    base_url = serve(GAME)
+
+    async def session():
+        answers = []
+        async with websockets.connect(base_url.replace("http", "ws") + "/ws", proxy=None) as ws:
+            for frame in ('"reset"', "reset", '{"type": "reset", "seed": 1}', '{"type": "play"}',
+                          '{"type": "step", "data": {"action": 5}}', RESET, STEP, STATE):
+                await ws.send(frame)
+                answers.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+            await ws.send(CLOSE)
+            with pytest.raises(websockets.ConnectionClosedOK):
+                await asyncio.wait_for(ws.recv(), 30)
+        return answers
+
+    *mistakes, reset, step, state = asyncio.run(session())
+    for answer in mistakes:
+        assert answer["type"] == "error" and '{"type": "reset", "data": {"seed": 0}}' in answer["data"]["message"]
+    assert "a reset's parameters go in \"data\"" in mistakes[2]["data"]["message"]
+    assert "unknown message type 'play'" in mistakes[3]["data"]["message"]
+    assert "the action a string" in mistakes[4]["data"]["message"]
+    assert reset["type"] == "observation" and reset["data"]["done"] is False and reset["data"]["reward"] is None
+    assert "Guess" in reset["data"]["observation"]["observation"]
+    assert step["type"] == "observation" and step["data"]["reward"] is not None
+    assert state["type"] == "state" and state["data"]["step_count"] == 1 and state["data"]["seed"] == 0
+
+
+def test_http_mistakes_are_4xx_with_the_reason(serve):
+    """POST /step without a live episode answered a bare 500 "Internal Server Error"."""
+    base_url = serve(GAME)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def post(path, body):
+        request = urllib.request.Request(base_url + path, data=body.encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with opener.open(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    text = README.read_text()
+    assert '`{"seed": 0}`' in text and '`{"action": {"action": "\\\\boxed{5}"}}`' in text
+    status, body = post("/reset", '{"seed": 0}')
+    assert status == 200 and body["done"] is False and "Guess" in body["observation"]["observation"]
+    status, body = post("/step", '{"action": {"action": "\\\\boxed{5}"}}')
+    assert status == 409 and body["detail"].startswith("no episode: send a reset first") and "/ws" in body["detail"]
+    status, body = post("/step", '{"action": {"action": 5}}')
+    assert status == 422
+
+
+def test_gem_serve_on_a_busy_port_is_one_line_and_no_banner():
+    """Issue 34, point 6: gem serve printed its "serving on" banner, then failed to bind (exit 3)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        gem_cli = [sys.executable, "-c", "import sys; from gem.cli import main; sys.exit(main())"]
+        done = subprocess.run([*gem_cli, "serve", GAME, "--port", str(port)], capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode != 0
+    [line] = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"gem serve: cannot listen on 127.0.0.1:{port}:") and "--port" in line

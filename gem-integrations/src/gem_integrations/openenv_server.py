@@ -13,14 +13,19 @@ refused, as is attaching a second socket to a session (``/ws?session_id=``). HTT
 ``/reset`` and ``/step`` are request-scoped in OpenEnv (a fresh env per call), so
 multi-turn episodes need ``/ws``.
 
-The wire format: an action is ``{"action": "<text>"}`` (any string is a legal action,
-as in GEM: a malformed one is a format error with its reward); an observation holds
-``observation`` (the env's text, or the chat messages with the ``messages`` wrapper),
-``info`` (the step's info, JSON-safe), ``terminated`` and ``truncated``, with OpenEnv's
-``reward`` and ``done`` (``terminated or truncated``). A reset takes ``seed``.
-Anything a client does wrong (an action that is not a string, a step before
-``reset`` or after the episode ended, an env that raises) is answered with an OpenEnv
-error message on the same socket, which stays open.
+The wire format (examples/openenv/README.md, "Protocol", gives every message): on ``/ws`` a
+client sends JSON objects ``{"type": "reset", "data": {"seed": 0}}``, ``{"type": "step",
+"data": {"action": "<text>"}}``, ``{"type": "state"}`` and ``{"type": "close"}``; the server
+answers ``{"type": "observation", "data": {...}}``, ``{"type": "state", "data": {...}}`` or
+``{"type": "error", "data": {"message": ..., "code": ...}}``. Any string is a legal action (a
+malformed one is a format error with its reward, as in GEM); an observation holds
+``observation`` (the env's text, or the chat messages with the ``messages`` wrapper), ``info``
+(the step's info, JSON-safe), ``terminated`` and ``truncated``, with OpenEnv's ``reward`` and
+``done`` (``terminated or truncated``). Anything a client does wrong (a frame that is not such
+an object, an action that is not a string, a step before ``reset`` or after the episode ended)
+is answered with an error message that says what to send, on the same socket, which stays
+open. Over HTTP, the same mistakes are 4xx answers whose body says why (a ``/step`` has no
+episode to step: 409).
 
     gem serve game:GuessTheNumber-v0-easy --port 8000 --max-sessions 32
 
@@ -37,6 +42,7 @@ import asyncio
 import contextlib
 import json
 import math
+import socket
 import sys
 from typing import Any
 
@@ -49,7 +55,7 @@ try:  # pydantic and starlette come with openenv
     from pydantic import Field
     from starlette.datastructures import QueryParams
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import JSONResponse, Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
     from starlette.websockets import WebSocket
 except ImportError as exc:
@@ -63,6 +69,15 @@ TESTED_OPENENV = "0.10.0"
 
 #: seconds a session's client may stay silent before the server closes the session
 DEFAULT_SESSION_TIMEOUT = 600.0
+#: what a /ws client sends, quoted by every error about a malformed frame
+ENVELOPE = ('send JSON objects {"type": "reset", "data": {"seed": 0}}, then {"type": "step", "data": {"action": '
+            '"<text>"}}; also {"type": "state"} and {"type": "close"} (examples/openenv/README.md, "Protocol")')
+_TYPES = ("reset", "step", "state", "close")
+
+
+class EpisodeStateError(RuntimeError):
+    """A step with no episode to step (before ``reset``, after the end, or over request-scoped HTTP):
+    an error message on ``/ws``, a 409 over HTTP."""
 
 
 class GemAction(Action):
@@ -114,10 +129,12 @@ class GemEnvironment(Environment[GemAction, GemObservation, GemState]):
 
     def step(self, action: GemAction, timeout_s: float | None = None, **kwargs: Any) -> GemObservation:
         if not self._started:
-            raise RuntimeError("no episode: send a reset first (a session whose client was silent for longer than "
-                               "the server's --session-timeout is closed; the client's next call opens a new one)")
+            raise EpisodeStateError(
+                "no episode: send a reset first (over HTTP every call gets a fresh env, so POST /step has no episode "
+                "to step: play over /ws; a /ws session whose client was silent for longer than the server's "
+                "--session-timeout is closed, and the client's next call opens a new one)")
         if self._state.done:
-            raise RuntimeError("the episode is over: send a reset to start the next one")
+            raise EpisodeStateError("the episode is over: send a reset to start the next one")
         obs, reward, terminated, truncated, info = self.env.step(action.action)
         done = bool(terminated or truncated)
         self._state.step_count += 1
@@ -156,7 +173,12 @@ def make_app(env_id: str, wrappers: str | None = None, env_kwargs: dict[str, Any
     app = create_app(factory, GemAction, GemObservation, env_name=env_id, max_concurrent_envs=max_sessions,
                      state_cls=GemState)
     app.add_middleware(SessionPolicy, idle_timeout_s=session_timeout or None)
+    app.add_exception_handler(EpisodeStateError, _conflict)
     return app
+
+
+async def _conflict(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
 
 
 class SessionPolicy:
@@ -180,9 +202,56 @@ class SessionPolicy:
         if scope["type"] == "websocket" and QueryParams(scope.get("query_string", b"")).get("session_id"):
             return await _refuse_socket(scope, receive, send, _ws_error(
                 "gem serve keeps one session per /ws connection; connect to /ws without session_id"))
+        if scope["type"] == "websocket":
+            receive = _checked_frames(receive, send)
         if scope["type"] == "websocket" and self.idle_timeout_s:
             receive = _expiring(receive, send, self.idle_timeout_s)
         await self.app(scope, receive, send)
+
+
+def _frame_problem(text: str) -> tuple[str, WSErrorCode] | None:
+    """What is wrong with a client's /ws frame, or None: OpenEnv's own checks fail on a frame that is
+    JSON but not an object (its session ends) and name no fix."""
+    try:
+        frame = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON ({exc}); {ENVELOPE}", WSErrorCode.INVALID_JSON
+    if not isinstance(frame, dict):
+        return f"a message is a JSON object, not {type(frame).__name__}; {ENVELOPE}", WSErrorCode.INVALID_JSON
+    kind = frame.get("type")
+    if kind not in _TYPES:
+        return f"unknown message type {kind!r}; {ENVELOPE}", WSErrorCode.UNKNOWN_TYPE
+    extra = sorted(set(frame) - {"type", "data"})
+    if extra:
+        return (f"unexpected field(s) {', '.join(map(repr, extra))} beside \"type\": a {kind}'s parameters go in "
+                f"\"data\"; {ENVELOPE}", WSErrorCode.VALIDATION_ERROR)
+    data = frame.get("data", {})
+    if not isinstance(data, dict):
+        return f"\"data\" is a JSON object, not {type(data).__name__}; {ENVELOPE}", WSErrorCode.VALIDATION_ERROR
+    if kind == "step" and not isinstance(data.get("action"), str):
+        return ('a step\'s data is {"action": "<text>"}, the action a string (any string is legal); '
+                f"{ENVELOPE}", WSErrorCode.VALIDATION_ERROR)
+    return None
+
+
+def _checked_frames(receive: Receive, send: Send) -> Receive:
+    """``receive`` that answers a malformed client frame itself, with an error message saying what to send,
+    and hands OpenEnv only well-formed ones: the socket stays open and the session goes on."""
+
+    async def receive_checked() -> Message:
+        while True:
+            message = await receive()
+            if message["type"] != "websocket.receive":
+                return message
+            text = message.get("text")
+            problem = _frame_problem(text) if text is not None else (f"send text frames; {ENVELOPE}",
+                                                                     WSErrorCode.INVALID_JSON)
+            if problem is None:
+                return message
+            frame = WSErrorResponse(data={"message": problem[0], "code": problem[1]}).model_dump_json()
+            await send({"type": "websocket.send", "text": frame})
+
+    return receive_checked
 
 
 def _mcp_refusal(request_id: Any) -> str:
@@ -263,8 +332,20 @@ def main(argv: list[str]) -> int:
     if not (math.isfinite(args.session_timeout) and args.session_timeout >= 0):
         raise SystemExit("gem serve: --session-timeout must be a number of seconds >= 0 (0: sessions never expire)")
     app = make_app(args.env_id, args.wrappers, args.env_kwargs, args.max_sessions, args.session_timeout)
+    listening = _listen(args.host, args.port)  # before the banner: a busy port is one line, not a banner then exit 3
     expiry = f"idle ones closed after {args.session_timeout:g} s" if args.session_timeout else "never expiring"
     print(f"gem serve: {args.env_id} on http://{args.host}:{args.port} (OpenEnv /ws, up to {args.max_sessions} "
           f"sessions, {expiry})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening; ``SystemExit`` with one line when it cannot be."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise SystemExit(f"gem serve: cannot listen on {host}:{port}: {why} (is another server on that port? "
+                         "choose another with --port)") from None
