@@ -211,3 +211,18 @@ def test_listing_the_models_of_a_hanging_server_fails_fast_and_says_why(count_re
     line = one_line(capsys.readouterr().err)
     assert status != 0
     assert f"cannot list the models of {server.url}: no answer within 0.5 s (listing its models)" in line
+
+
+def test_the_scripted_server_on_a_busy_port_is_one_line():
+    """Issue 34, point 6: a busy port gave the scripted test server a 19-line traceback."""
+    import subprocess
+    import sys
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "gem_evals.testing_server", "--port", str(port)],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert one_line(done.stderr).startswith(f"python -m gem_evals.testing_server: cannot listen on 127.0.0.1:{port}")

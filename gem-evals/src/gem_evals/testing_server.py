@@ -228,7 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each answer")
     parser.add_argument("--fail-every", type=int, default=0, help="answer every n-th request with HTTP 503")
     args = parser.parse_args(argv)
-    server = ScriptedServer(args.host, args.port, args.delay, args.fail_every)
+    try:
+        server = ScriptedServer(args.host, args.port, args.delay, args.fail_every)
+    except OSError as exc:  # a busy port: one line, not a traceback
+        print(f"python -m gem_evals.testing_server: cannot listen on {args.host}:{args.port}: "
+              f"{exc.strerror or exc} (is another server on that port? choose another with --port)", file=sys.stderr)
+        return 2
     # the line a parent process reads to learn the port
     print(f"serving {server.base_url} (models: {', '.join(SCRIPTS)})", flush=True)
     try:
