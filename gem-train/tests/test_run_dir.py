@@ -131,6 +131,10 @@ def test_console_lines_also_go_to_gem_train_log(finished_run):
     # the screen shows the plain line; the log file keeps it with a timestamp
     assert f"[gem_train][INFO] - {train_line}" in log
     assert "[sft] | " in log and "held-out evaluation on toy:Guess-v0" in log
+    # issue 34, point 6: a warm start's lines carry their count, not "[sft] | turns 560.000 | sft_loss 1.963"
+    sft = [line for line in printed if line.startswith("[sft]")]
+    assert sft and all(line.startswith(f"[sft] | epoch {i}/{len(sft)} | turns ") for i, line in enumerate(sft, 1))
+    assert ".000" not in sft[0].split("|")[2]
 
 
 def test_curves_have_integer_iteration_ticks_and_legends_clear_of_the_data(tmp_path, monkeypatch):

@@ -35,7 +35,7 @@ CONSOLE = {
     "rollout_tok_s": "gen_tok/s",
 }
 # fields of a record that label it rather than measure something
-LABELS = ("kind", "iteration", "epoch", "env_id")
+LABELS = ("kind", "iteration", "epoch", "epochs", "env_id")
 
 logger = logging.getLogger("gem_train")
 
@@ -112,10 +112,15 @@ class MetricsLog:
             parts = [f"[{kind}]"]
             if "iteration" in record:
                 parts.append(f"it {record['iteration']:>3}")
+            if "epoch" in record:  # a warm start's progress: "epoch 3/8"
+                parts.append(f"epoch {record['epoch']}/{record['epochs']}" if "epochs" in record
+                             else f"epoch {record['epoch']}")
             for key, label in CONSOLE.items():
                 value = record.get(key)
                 if isinstance(value, float):
                     parts.append(f"{label} {value:.3f}")
+                elif isinstance(value, int) and not isinstance(value, bool):  # a count, such as a warm start's turns
+                    parts.append(f"{label} {value}")
             show(" | ".join(parts), self.stream)
         return record
 

@@ -227,7 +227,8 @@ def _sft(run: _Run) -> None:
         losses = []
         for i in range(0, len(samples), sft.batch_size):
             losses.append(learner.supervised_update(shards.share(samples[i:i + sft.batch_size]))["sft_loss"])
-        run.log.write("sft", epoch=epoch + 1, sft_loss=sum(losses) / max(len(losses), 1), turns=float(len(samples)),
+        run.log.write("sft", epoch=epoch + 1, epochs=sft.epochs, sft_loss=sum(losses) / max(len(losses), 1),
+                      turns=len(samples),
                       **stats, seconds=time.perf_counter() - start)
 
 
