@@ -226,3 +226,18 @@ def test_the_scripted_server_on_a_busy_port_is_one_line():
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert one_line(done.stderr).startswith(f"python -m gem_evals.testing_server: cannot listen on 127.0.0.1:{port}")
+
+
+def test_a_run_that_recorded_nothing_does_not_bind_a_retry_to_its_settings(count_registry, tmp_path, capsys):
+    """Issue 34, point 4: a failed gem eval that recorded nothing left a run.json that then refused a retry
+    with other settings ("holds an evaluation with other settings")."""
+    out = tmp_path / "out"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    assert gem_eval("--model", "openai:x", "--base-url", url, "--max-retries", "0", output=out) == 1
+    assert not (out / "run.json").exists()
+    with ScriptedServer() as server:
+        status = gem_eval("--model", "openai:bisect", "--base-url", server.base_url, "--temperature", "0.5",
+                          "--episodes", "2", output=out)
+    err = capsys.readouterr().err
+    assert status == 0 and "other settings" not in err
+    assert json.loads((out / "run.json").read_text())["temperature"] == 0.5

@@ -13,6 +13,7 @@ evaluation again resumes it: finished episodes are skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -242,6 +243,16 @@ def _check_settings(out: Path, config: EvalConfig) -> None:
                            "use another --output, or --overwrite to start over")
 
 
+def _forget_settings(out: Path) -> None:
+    """Remove what a run that recorded nothing wrote, so that a retry may use other settings."""
+    (out / "run.json").unlink(missing_ok=True)
+    episodes = out / "episodes.jsonl"
+    if episodes.exists() and episodes.stat().st_size == 0:
+        episodes.unlink()
+    with contextlib.suppress(OSError):
+        out.rmdir()  # only if nothing else is there
+
+
 def _write_settings(out: Path, config: EvalConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(config.scored_settings(), indent=2) + "\n")
@@ -365,6 +376,7 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
     sampling = Sampling(config.temperature, config.max_tokens, config.top_p)
     policy = ChatPolicy(model, sampling, config.system_prompt, config.seed)
     tally = _Tally(store)
+    completed = False
     try:
         _write_settings(out, config)  # once the model is up: a run that never started leaves no folder
         for env_id in config.env_ids:
@@ -378,10 +390,13 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
                     await _run_env(config, env_id, plan, bar, policy, model.name, tally)
             finally:
                 bar.close()
+        completed = True
     finally:
         store.close()
         if own_model:
             model.close()
+        if not completed and not records and tally.ran == 0:
+            _forget_settings(out)  # a run that stopped before recording anything must not bind a retry to its settings
     return _report(config, out, store, wanted, tally, len(done), time.perf_counter() - start)
 
 
