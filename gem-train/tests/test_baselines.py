@@ -82,3 +82,31 @@ def test_the_runner_plays_a_baseline_writes_its_row_and_does_not_run_it_twice(tm
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "runs to do" not in again.stdout
     assert table({}) .count("\n") == 1  # the header alone when nothing finished
+    # issue 34, point 4: one preset's figure is readable at its saved size (it was 319 x 253 px, title cut off)
+    png = (out / "baselines.png").read_bytes()
+    assert int.from_bytes(png[16:20], "big") >= 700
+    assert "started (" in first.stdout  # a run says when it starts, and (every 30 s) where it is
+
+    # a failing preset: its reason on screen, no matplotlib warning, and the earlier row stays in the table
+    (out / "sudoku").mkdir()
+    (out / "sudoku" / "metrics.jsonl").mkdir()  # gem-train cannot write its metrics there
+    failing = [*command[:3], "baselines=[sudoku]", *command[4:]]
+    failed = subprocess.run(failing, capture_output=True, text=True, timeout=600)
+    assert failed.returncode == 1
+    line = next(line for line in failed.stdout.splitlines() if line.strip().startswith("sudoku") and "FAILED" in line)
+    assert "IsADirectoryError" in line and "console.log" in line
+    assert "Warning" not in failed.stderr
+    assert any(line.startswith("| math_arithmetic |") for line in (out / "baselines.md").read_text().splitlines())
+
+
+def test_progress_reads_where_a_run_is(tmp_path):
+    from gem_train.compare import Job, progress
+
+    job = Job("x", "rebn", 0, tmp_path, ["experiment=baselines/sudoku", "trainer.iterations=7"])
+    assert progress(job).startswith("starting")
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"kind": "sft", "epoch": 2, "epochs": 8}) + "\n")
+    assert progress(job) == "warm start, epoch 2/8"
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "eval", "iteration": 0}) + "\n" + json.dumps({"kind": "train", "iteration": 3})
+                + "\n")
+    assert progress(job) == "iteration 3/7"

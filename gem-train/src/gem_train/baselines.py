@@ -23,6 +23,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,7 +135,9 @@ def figure(results: dict[str, dict[str, Any]], path: Path) -> None:
     names = list(results)
     cols = min(6, max(len(names), 1))
     rows = max(1, math.ceil(len(names) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(2.9 * cols, 2.3 * rows), squeeze=False)
+    # one or two panels get room too: at least 6.4 x 3.6 in (700 px wide at the saved dpi), the title wrapped
+    width, height = max(2.9 * cols, 6.4), max(2.3 * rows, 3.6) + 0.3
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     for ax in axes.flat[len(names):]:
         ax.axis("off")
     for ax, name in zip(axes.flat, names):
@@ -145,8 +148,9 @@ def figure(results: dict[str, dict[str, Any]], path: Path) -> None:
         ax.tick_params(labelsize=6)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6)
-    fig.suptitle("ReBN baselines, tiny model built here, SFT warm start then RL: held-out return and success "
-                 "per iteration (iteration 0: after the warm start)", fontsize=8)
+    title = ("ReBN baselines, tiny model built here, SFT warm start then RL: held-out return and success "
+             "per iteration (iteration 0: after the warm start)")
+    fig.suptitle(textwrap.fill(title, width=int(width * 16)), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -163,9 +167,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     failed = run_all(jobs, cfg.jobs)
     families = presets()
-    results = {job.experiment: summary for job in jobs
-               if finished(job) and (summary := summarize(job, families[job.experiment])) is not None}
+    # the table and the figure hold every preset finished in this folder with these overrides, those of earlier
+    # invocations too: running one preset adds its row, it never replaces the others
+    every = plan(BaselinesConfig(baselines=[], seed=cfg.seed, jobs=cfg.jobs, out=cfg.out, overrides=cfg.overrides))
+    results = {job.experiment: summary for job in every
+               if (job.out / "done.json").exists() and finished(job)
+               and (summary := summarize(job, families[job.experiment])) is not None}
     out = Path(cfg.out)
+    if not results:
+        print(f"no baseline has finished in {out}: no table or figure written", file=sys.stderr)
+        return 1
     out.mkdir(parents=True, exist_ok=True)
     text = table(results)
     if where := environments_line([r["environment"] for r in results.values()]):

@@ -25,6 +25,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -187,19 +188,79 @@ def run_job(job: Job) -> tuple[Job, int, float]:
     return job, code, seconds
 
 
+#: seconds between two progress lines while runs go (a run takes minutes, its own lines go to its console.log)
+HEARTBEAT_S = 30.0
+
+
+def progress(job: Job) -> str:
+    """Where a running job is, from its metrics: its warm start's epoch or its iteration, of how many."""
+    try:
+        records = read_metrics(job.out / "metrics.jsonl")
+    except (OSError, ValueError):
+        records = []
+    last = records[-1] if records else None
+    if last is None:
+        return "starting (building the model and the demonstrations)"
+    if last["kind"] == "sft":
+        return f"warm start, epoch {last.get('epoch')}/{last.get('epochs', '?')}"
+    iteration = max((int(r["iteration"]) for r in records if r.get("iteration") is not None), default=0)
+    record = _composed_record(tuple(job.args))
+    total = record["trainer"]["iterations"] if record else "?"
+    return f"iteration {iteration}/{total}"
+
+
+def failure_line(job: Job, code: int) -> str:
+    """Why a run failed, in one line: the last line of its console.log, and where the whole log is."""
+    console = job.out / "console.log"
+    try:
+        # Hydra ends a failed job with a hint about HYDRA_FULL_ERROR: the error is the line before it
+        lines = [line.strip() for line in console.read_text(errors="replace").splitlines()
+                 if line.strip() and not line.startswith("Set the environment variable HYDRA_FULL_ERROR")]
+    except OSError:
+        lines = []
+    why = lines[-1][:300] if lines else "it printed nothing"
+    return f"FAILED (exit {code}): {why} (whole log: {console})"
+
+
 def run_all(jobs: Sequence[Job], workers: int) -> list[Job]:
-    """Run the jobs not yet finished, ``workers`` at a time; returns the ones that failed."""
+    """Run the jobs not yet finished, ``workers`` at a time; returns the ones that failed. Says when each starts
+    and ends, and every :data:`HEARTBEAT_S` where the running ones are."""
     todo = [j for j in jobs if not finished(j)]
-    failed = []
+    failed: list[Job] = []
     if not todo:
         return failed
     print(f"{len(todo)} runs to do ({len(jobs) - len(todo)} done already), {workers} at a time", flush=True)
-    with ThreadPoolExecutor(workers) as pool:
-        for job, code, seconds in pool.map(run_job, todo):
-            status = "ok" if code == 0 else f"FAILED (exit {code}, see {job.out / 'console.log'})"
-            print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
-            if code != 0:
-                failed.append(job)
+    running: dict[str, tuple[Job, float]] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def tracked(job: Job) -> tuple[Job, int, float]:
+        with lock:
+            running[job.name] = (job, time.perf_counter())
+            print(f"  {job.name:<45} started ({job.out / 'console.log'})", flush=True)
+        try:
+            return run_job(job)
+        finally:
+            with lock:
+                running.pop(job.name, None)
+
+    def heartbeat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            with lock:
+                for job, started in running.values():
+                    print(f"  {job.name:<45} {time.perf_counter() - started:7.1f} s  {progress(job)}", flush=True)
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            for job, code, seconds in pool.map(tracked, todo):
+                status = "ok" if code == 0 else failure_line(job, code)
+                print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
+                if code != 0:
+                    failed.append(job)
+    finally:
+        stop.set()
     return failed
 
 
