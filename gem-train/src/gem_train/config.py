@@ -128,7 +128,8 @@ class ModelConfig:
     hub_name: str | None = None
     # longest prompt + response in tokens; longer prompts become invalid actions
     max_model_len: int = 1024
-    # parameter dtype of learner and sampler: float32, bfloat16 or float16
+    # compute dtype: float32, bfloat16 or float16. The learner keeps float32 master weights and optimizer state
+    # (and checkpoints them) and computes in this dtype under autocast; the sampler holds its weights in it
     dtype: str = "float32"
     # shape of the model built when path is None
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)

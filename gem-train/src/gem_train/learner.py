@@ -27,6 +27,7 @@ from gem_train.algorithms.losses import entropy, loss_normaliser, policy_loss_su
 from gem_train.algorithms.ppo import value_loss_sum
 from gem_train.config import AlgoConfig, TrainerConfig
 from gem_train.critic import ActorCritic, Critic
+from gem_train.model import DTYPES
 from gem_train.rollout import TurnSample
 
 
@@ -81,8 +82,16 @@ class Learner:
         lr: float | None = None,
         seed: int = 0,
         critic: Critic | None = None,
+        compute_dtype: str = "float32",
     ) -> None:
         self.model, self.algo, self.trainer, self.critic = model, algo, trainer, critic
+        masters = {p.dtype for p in model.parameters()}
+        if masters != {torch.float32}:
+            # bf16 parameters lose updates: at lr 1e-6 an Adam step is below bf16's resolution for most weights
+            raise ValueError(f"the learner keeps float32 master weights; the model's parameters are {masters} (load "
+                             "it in float32 and pass compute_dtype for bf16/fp16 compute)")
+        #: the dtype forward passes compute in (autocast): float32 masters, ``compute_dtype`` matmuls
+        self.compute_dtype = DTYPES[compute_dtype]
         self.temperature, self.norm_constant, self.pad_id = temperature, norm_constant, pad_id
         self.device = next(model.parameters()).device
         self.module = ActorCritic(model, critic)
@@ -102,7 +111,8 @@ class Learner:
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Learner logprobs of the targets (B, L-1), the entropy at each position (B, L-1) and, with
         ``values``, the critic's value of each turn (B,)."""
-        logits, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if values else None)
+        with self._autocast():
+            logits, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if values else None)
         logits = logits[:, :-1]
         return (token_logprobs(logits, batch["targets"], self.temperature),
                 entropy(logits.detach(), self.temperature), v)
@@ -116,9 +126,16 @@ class Learner:
         for start in range(0, len(samples), self.trainer.micro_batch_size):
             batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
             # the bare module: no gradients, nothing for DDP to do, and no collective that other ranks must join
-            _, v = self.module(batch["input_ids"], batch["attention_mask"], batch["value_index"])
+            with self._autocast():
+                _, v = self.module(batch["input_ids"], batch["attention_mask"], batch["value_index"])
             out += v.tolist()
         return out
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """Compute in ``compute_dtype`` (the parameters and their gradients stay float32)."""
+        if self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
 
     def _minibatches(self, n: int) -> list[list[int]]:
         order = torch.randperm(n, generator=self.generator).tolist()
@@ -140,7 +157,9 @@ class Learner:
         """A backward of a zero loss that reaches every parameter, through DDP: the share of the all-reduce of
         a rank that has no turns in this step."""
         batch = pack([TurnSample([self.pad_id], [self.pad_id], [], "stop")], self.pad_id, self.device)
-        logits, values = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if critic else None)
+        with self._autocast():
+            logits, values = self.net(batch["input_ids"], batch["attention_mask"],
+                                      batch["value_index"] if critic else None)
         zero = logits.sum() * 0.0
         if values is not None:
             zero = zero + values.sum() * 0.0
@@ -260,6 +279,8 @@ class Learner:
             total += float(loss.detach())
         return {"sft_loss": distributed.all_sum({"sft_loss": total})["sft_loss"], **self._step()}
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        """The model's weights, detached, for the engine."""
-        return {k: v.detach() for k, v in self.model.state_dict().items()}
+    def state_dict(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+        """The model's weights, detached, for the engine: in ``dtype`` (the sampler's) when given, else the
+        float32 masters."""
+        return {k: v.detach() if dtype is None or not v.is_floating_point() else v.detach().to(dtype)
+                for k, v in self.model.state_dict().items()}

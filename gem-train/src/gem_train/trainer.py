@@ -38,7 +38,7 @@ from gem_train.engines import Engine, Sampling, make_engine
 from gem_train.envs import check_env_ids, env_factory, templated
 from gem_train.learner import Learner
 from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb, show
-from gem_train.model import build_tiny_model, load_policy, resolve_device
+from gem_train.model import DTYPES, build_tiny_model, load_policy, resolve_device
 from gem_train.rollout import (
     PROMPT_TOO_LONG,
     EnginePolicy,
@@ -157,7 +157,8 @@ class _Run:
             if t.wandb else None,
         ) if distributed.is_main() else _Unlogged()
         load_from = str(self.checkpoint) if self.checkpoint else init_path
-        self.model, self.tokenizer = load_policy(load_from, cfg.model.dtype, self.device)
+        # float32 masters whatever model.dtype says: the learner computes in model.dtype, the sampler holds it
+        self.model, self.tokenizer = load_policy(load_from, "float32", self.device)
         self.make_env = make_base_env.wrapped(cfg.env.wrappers, self.tokenizer)
         self.templated = templated(cfg)
         self.engine_path = load_from
@@ -205,7 +206,7 @@ class _Run:
         constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
         return Learner(self.model, cfg.algo, cfg.trainer, cfg.rollout.temperature, constant,
                        self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed,
-                       critic=algorithm.critic if algorithm is not None else None)
+                       critic=algorithm.critic if algorithm is not None else None, compute_dtype=cfg.model.dtype)
 
 
 def _sft(run: _Run) -> None:
@@ -394,7 +395,9 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:
         if engine is not None and run.checkpoint is None and t.sft.episodes > 0:
-            engine.load_weights(run.model.state_dict())  # the engine started from the pre-SFT folder
+            # the engine started from the pre-SFT folder; it holds its weights in the compute dtype
+            engine.load_weights({k: v.detach().to(DTYPES[cfg.model.dtype]) if v.is_floating_point() else v
+                                 for k, v in run.model.state_dict().items()})
         algorithm = run.algorithm()
         learner = run.learner(algorithm=algorithm)
         algorithm.bind(learner)
@@ -414,7 +417,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
             if engine is not None:
-                engine.load_weights(learner.state_dict())
+                engine.load_weights(learner.state_dict(DTYPES[cfg.model.dtype]))
             t3 = time.perf_counter()
             # the ranks add up their counts: the record describes the global batch
             summary["last_train"] = run.log.write(
