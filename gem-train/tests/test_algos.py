@@ -56,3 +56,39 @@ def test_a_batch_is_cut_beside_its_inputs():
     assert batch.first(2).inputs == {"advantages": [1.0, 2.0]} and batch.first(2).metrics == {"m": 1.0}
     assert batch.first(None) is batch
     assert Shards("rank0").learner_share(batch) is batch  # a world of one keeps the whole batch
+
+
+def test_one_registry_serves_validation_and_the_trainer(monkeypatch):
+    """Issue 35, point 9: two registries of names (kept equal by a test), and make_algorithm special-cased
+    ``cls is PPO``, so a PPO subclass crashed. Now every algorithm is built as cls(cfg, **context) from the one
+    registry, which config validation reads too."""
+    from gem_train.algorithms import registry
+    from gem_train.algorithms.ppo import PPO
+    from gem_train.config import ConfigError, TrainConfig, validate
+
+    class TurnPPO(PPO):
+        name = "turn_ppo"
+
+    critic = object()
+    monkeypatch.setitem(registry.ALGORITHMS, "turn_ppo", TurnPPO)
+    built = make_algorithm(AlgoConfig(name="turn_ppo"), critic=critic, encode=None)
+    assert isinstance(built, TurnPPO) and built.critic is critic
+    assert isinstance(make_algorithm(AlgoConfig(name="rebn"), policy=None, checkpoint=None), ALGORITHMS["rebn"])
+    cfg = TrainConfig()
+    cfg.algo.name = "turn_ppo"
+    validate(cfg)  # the registry's names are what validation accepts
+    cfg.algo.name = "nope"
+    with pytest.raises(ConfigError, match="algo.name: must be one of grpo, ppo, rebn, reinforce, rloo, turn_ppo"):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("name", ["grpo", "rloo"])
+def test_a_discount_the_group_estimators_would_ignore_is_refused(name):
+    from gem_train.config import ConfigError, TrainConfig, validate
+
+    cfg = TrainConfig()
+    cfg.algo.name, cfg.algo.group_size, cfg.algo.gamma = name, 2, 0.9
+    with pytest.raises(ConfigError, match=f"algo.gamma: {name} scores an episode by its undiscounted return"):
+        validate(cfg)
+    cfg.algo.gamma = 1.0
+    validate(cfg)

@@ -59,7 +59,7 @@ def test_wrong_type_and_unknown_key_name_the_field():
     ("field", "value", "why"),
     [
         ("algo.gamma", 1.5, "discount"),
-        ("algo.name", "ppo2", "one of rebn, grpo, rloo, reinforce, ppo"),
+        ("algo.name", "ppo2", "one of grpo, ppo, rebn, reinforce, rloo"),
         ("algo.tis_cap", 0.5, "below 1"),
         ("rollout.temperature", 0.0, "temperature > 0"),
         ("model.max_model_len", 16, "rollout.max_tokens"),
@@ -84,7 +84,7 @@ def test_validate_names_the_field_and_why(field, value, why):
 
 def test_combinations_are_checked():
     cfg = TrainConfig()
-    cfg.algo = dataclasses.replace(cfg.algo, name="grpo", group_size=1)
+    cfg.algo = dataclasses.replace(cfg.algo, name="grpo", group_size=1, gamma=1.0)
     with pytest.raises(ConfigError, match="^algo.group_size: grpo"):
         validate(cfg)
     cfg = TrainConfig()

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from omegaconf import OmegaConf
 
+from gem_train.algorithms.registry import ALGORITHMS
 from gem_train.checkpoint import latest_checkpoint, load_trainer_state
 from gem_train.metrics_log import read_metrics
 from gem_train.run_folder import changed_settings, config_record, environments_line, last_environment
@@ -120,9 +121,13 @@ def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
             start = sft / "checkpoints" / "iter_000000"
             for algo in cfg.algos:
                 out = Path(cfg.out) / experiment / algo / f"seed{seed}"
+                # an env preset's discount is for the algorithms that discount; a group estimator scores the
+                # undiscounted return, and gem-train refuses a discount it would ignore
+                undiscounted = ["algo.gamma=1.0"] if algo in ALGORITHMS and not ALGORITHMS[algo].discounts else []
                 runs.append(Job(experiment, algo, seed, out, last_wins([
-                    *base, f"algo={algo}", "model.name=hf", f"model.path={start}", "trainer.sft.episodes=0",
-                    f"experiment.output_dir={out}", f"experiment.name={experiment}-{algo}-seed{seed}"])))
+                    *base, f"algo={algo}", *undiscounted, "model.name=hf", f"model.path={start}",
+                    "trainer.sft.episodes=0", f"experiment.output_dir={out}",
+                    f"experiment.name={experiment}-{algo}-seed{seed}"])))
     return warm, runs
 
 

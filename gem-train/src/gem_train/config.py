@@ -16,9 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem_train.algorithms.advantages import ESTIMATORS as ADVANTAGES
-from gem_train.algorithms.advantages import GROUPED
-
 CRITICS = ("shared", "separate")
 LOSSES = ("reinforce", "ppo_clip")
 LOSS_NORMS = ("constant", "length")
@@ -341,10 +338,16 @@ def validate(cfg: TrainConfig) -> None:
     """Raise :class:`ConfigError` naming the first field whose value cannot work."""
     a, m, r, t = cfg.algo, cfg.model, cfg.rollout, cfg.trainer
     _check(bool(cfg.env.id), "env.id", "must name an env")
-    _check(a.name in ADVANTAGES, "algo.name", f"must be one of {', '.join(ADVANTAGES)}, got {a.name!r}")
+    from gem_train.algorithms.registry import ALGORITHMS  # the one registry the trainer builds from, too
+
+    _check(a.name in ALGORITHMS, "algo.name", f"must be one of {', '.join(ALGORITHMS)}, got {a.name!r}")
+    algorithm = ALGORITHMS[a.name]
     _check(0.0 <= a.gamma <= 1.0, "algo.gamma", f"a discount must lie in [0, 1], got {a.gamma}")
+    _check(algorithm.discounts or a.gamma == 1.0, "algo.gamma",
+           f"{a.name} scores an episode by its undiscounted return against its group's, so it takes no "
+           f"discount: set algo.gamma=1.0 (got {a.gamma})")
     _check(a.group_size >= 1, "algo.group_size", f"must be >= 1, got {a.group_size}")
-    _check(a.name not in GROUPED or a.group_size >= 2, "algo.group_size",
+    _check(not algorithm.grouped or a.group_size >= 2, "algo.group_size",
            f"{a.name} compares episodes within groups sharing a seed, so it needs >= 2, got {a.group_size}")
     _check(0.0 <= a.gae_lambda <= 1.0, "algo.gae_lambda", f"must lie in [0, 1], got {a.gae_lambda}")
     _check(a.critic in CRITICS, "algo.critic", f"must be one of {', '.join(CRITICS)}, got {a.critic!r}")

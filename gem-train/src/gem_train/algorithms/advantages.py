@@ -16,15 +16,21 @@ episode, for the group estimators).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from gem_train.algorithms.grpo import group_turn_advantages
 from gem_train.algorithms.ppo import gae_turn_advantages
-from gem_train.algorithms.rebn import Moments, normalise_turns, rebn_turn_advantages
+from gem_train.algorithms.rebn import Moments, rebn_turn_advantages, whiten
 from gem_train.algorithms.reinforce import discounted_returns, reinforce_advantages
 
-ESTIMATORS = ("rebn", "grpo", "rloo", "reinforce", "ppo")
-# estimators whose advantage compares episodes of one initial state: they need algo.group_size >= 2
-GROUPED = ("grpo", "rloo")
+
+def __getattr__(name: str) -> Any:
+    """``ESTIMATORS`` and ``GROUPED``, read from the one registry (:mod:`.registry`), not kept here."""
+    if name in ("ESTIMATORS", "GROUPED"):
+        from gem_train.algorithms.registry import ALGORITHMS
+
+        return tuple(n for n, cls in ALGORITHMS.items() if name == "ESTIMATORS" or cls.grouped)
+    raise AttributeError(name)
 
 
 def turn_advantages(
@@ -46,7 +52,7 @@ def turn_advantages(
     advantages are whitened over the batch when ``normalize_std``. ``reduce`` turns this
     batch's moments into the global batch's when the batch is one rank's share (rebn, ppo).
     """
-    if estimator in GROUPED:
+    if estimator in ("grpo", "rloo"):
         return group_turn_advantages(rewards, groups, estimator, normalize_std)
     if estimator == "reinforce":
         return reinforce_advantages(rewards, gamma)
@@ -57,13 +63,9 @@ def turn_advantages(
             raise ValueError("ppo advantages need the critic's values of every turn")
         adv, _ = gae_turn_advantages(rewards, values, gamma, lam, last_values)
         return whiten(adv, reduce) if normalize_std else adv
-    raise ValueError(f"unknown advantage estimator {estimator!r}: one of {', '.join(ESTIMATORS)}")
+    from gem_train.algorithms.registry import ALGORITHMS
+
+    raise ValueError(f"unknown advantage estimator {estimator!r}: one of {', '.join(ALGORITHMS)}")
 
 
-def whiten(nested: Sequence[Sequence[float]], reduce: Callable[[Moments], Moments] | None = None
-           ) -> list[list[float]]:
-    """Every value less the batch mean, over the batch std (the batch's moments, reduced if asked)."""
-    return normalise_turns(nested, True, reduce)
-
-
-__all__ = ["ESTIMATORS", "GROUPED", "discounted_returns", "turn_advantages", "whiten"]
+__all__ = ["discounted_returns", "turn_advantages", "whiten"]  # and ESTIMATORS, GROUPED (module __getattr__)

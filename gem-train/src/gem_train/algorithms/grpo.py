@@ -12,8 +12,14 @@ of an episode gets the episode's advantage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
+
+from gem_train.algorithms.base import Algorithm
+
+if TYPE_CHECKING:
+    from gem_train.rollout import Episode
 
 EPS = 1e-6
 
@@ -66,3 +72,22 @@ def group_turn_advantages(rewards: Sequence[Sequence[float]], groups: Sequence[i
     else:
         raise ValueError(f"unknown group estimator {estimator!r}")
     return [[a] * len(r) for a, r in zip(adv.tolist(), rewards)]
+
+
+class GRPO(Algorithm):
+    """An episode's return normalised within its group (the episodes sharing its reset seed). The return is
+    undiscounted: ``algo.gamma`` must be 1."""
+
+    name = "grpo"
+    grouped = True
+    discounts = False
+
+    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+        return group_turn_advantages([ep.rewards for ep in episodes], [ep.group for ep in episodes],
+                                     self.name, self.cfg.normalize_std)
+
+
+class RLOO(GRPO):
+    """An episode's return less the mean of the other episodes of its group."""
+
+    name = "rloo"

@@ -1,4 +1,6 @@
-"""PPO's critic side: generalised advantage estimation over turns and the clipped value loss.
+"""PPO: generalised advantage estimation over turns from a learned critic, the clipped value loss, and the
+:class:`PPO` algorithm that builds the critic (restored when resuming), values every turn and whitens GAE.
+The critic model itself is :mod:`gem_train.critic`; the policy's loss choice is ``algo.loss`` (its YAML).
 
 The critic values the state a turn starts from (the prompt of the turn). An episode's
 turns ``t = 0..T-1`` give temporal differences
@@ -13,9 +15,20 @@ and ``A_t = sum_k (gamma * lambda)^k delta_{t+k}``; the critic's target is ``A_t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from gem_train import distributed
+from gem_train.algorithms.base import Algorithm, Batch, flat
+from gem_train.algorithms.rebn import whiten
+
+if TYPE_CHECKING:
+    from gem_train.config import AlgoConfig
+    from gem_train.critic import Critic
+    from gem_train.rollout import Episode, TurnSample
 
 
 def gae(rewards: Sequence[float], values: Sequence[float], gamma: float, lam: float, last_value: float = 0.0
@@ -87,3 +100,74 @@ def explained_variance(predictions: torch.Tensor, targets: torch.Tensor) -> floa
     if var == 0.0:
         return 0.0
     return 1.0 - float((targets - predictions).var()) / var
+
+
+class PPO(Algorithm):
+    """GAE over turns from a learned critic, whitened over the (global) batch.
+
+    ``policy`` is the model the critic shares a backbone with or copies (``algo.critic``);
+    ``checkpoint`` restores the critic of a resumed run. ``encode`` turns an observation into
+    prompt ids; with it, an episode a turn limit cut short is bootstrapped from the critic's value
+    of its final observation (without it, or when that prompt is longer than ``max_model_len``, from 0).
+    :meth:`~Algorithm.bind` gives it the learner whose forward pass values the turns.
+    """
+
+    name = "ppo"
+
+    def __init__(self, cfg: AlgoConfig, policy: Any = None, checkpoint: Path | None = None,
+                 encode: Callable[[Any], list[int]] | None = None, max_model_len: int | None = None,
+                 critic: Critic | None = None, **context: Any) -> None:
+        super().__init__(cfg)
+        if critic is None:
+            from gem_train.checkpoint import load_critic
+            from gem_train.critic import make_critic
+
+            critic = make_critic(policy, cfg.critic, cfg.critic_path)
+            if checkpoint is not None:
+                load_critic(checkpoint, critic)
+        self.critic = critic
+        self.encode, self.max_model_len = encode, max_model_len
+
+    def _values(self, samples: Sequence[TurnSample]) -> list[float]:
+        if self.learner is None:
+            raise ValueError("PPO values turns with its learner: call bind(learner) first")
+        return self.learner.values(samples)
+
+    def _last_values(self, episodes: Sequence[Episode]) -> list[float]:
+        """Per episode, V of the state after its last turn: its final observation's when a turn limit cut it
+        short, else 0."""
+        from gem_train.rollout import TurnSample
+
+        out = [0.0] * len(episodes)
+        if self.encode is None:
+            return out
+        cut = {}
+        for i, ep in enumerate(episodes):
+            if ep.cut_short and ep.trajectory is not None and ep.trajectory.final_observation is not None:
+                prompt = self.encode(ep.trajectory.final_observation)
+                if 0 < len(prompt) <= (self.max_model_len or len(prompt)):
+                    cut[i] = TurnSample(prompt, [], [], "stop")
+        if cut:
+            for i, value in zip(cut, self._values(list(cut.values()))):
+                out[i] = value
+        return out
+
+    def prepare(self, episodes: Sequence[Episode], keep: int | None = None) -> Batch:
+        samples = [turn for ep in episodes for turn in ep.turns]
+        flat_values = self._values(samples)
+        values, i = [], 0
+        for ep in episodes:
+            values.append(flat_values[i:i + len(ep.turns)])
+            i += len(ep.turns)
+        rewards = [ep.rewards for ep in episodes]
+        advantages, targets = gae_turn_advantages(rewards, values, self.cfg.gamma, self.cfg.gae_lambda,
+                                                  self._last_values(episodes))
+        if self.cfg.normalize_std:
+            advantages = whiten(advantages, distributed.all_reduce_moments)
+        flat_targets = flat(targets)
+        all_values = flat(distributed.all_gather(flat_values))
+        all_targets = flat(distributed.all_gather(flat_targets))
+        metrics = {"value_mean": sum(all_values) / max(len(all_values), 1),
+                   "explained_variance": explained_variance(torch.tensor(all_values), torch.tensor(all_targets))}
+        inputs = {"advantages": flat(advantages), "old_values": flat_values, "value_targets": flat_targets}
+        return Batch(samples, inputs, metrics).first(keep)

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
+from gem_train import distributed
+from gem_train.algorithms.base import Algorithm
 from gem_train.algorithms.reinforce import discounted_returns
+
+if TYPE_CHECKING:
+    from gem_train.rollout import Episode
 
 EPS = 1e-6
 
@@ -88,3 +94,19 @@ def rebn_turn_advantages(rewards: Sequence[Sequence[float]], gamma: float, norma
     """ReBN advantages of every turn of every episode (same nesting as ``rewards``): their discounted returns
     through :func:`normalise_turns`."""
     return normalise_turns([discounted_returns(r, gamma) for r in rewards], normalize_std, reduce)
+
+
+def whiten(nested: Sequence[Sequence[float]], reduce: Callable[[Moments], Moments] | None = None
+           ) -> list[list[float]]:
+    """Every value less the batch mean, over the batch std (the batch's moments, reduced if asked)."""
+    return normalise_turns(nested, True, reduce)
+
+
+class ReBN(Algorithm):
+    """Discounted per-turn returns normalised over every turn of the (global) batch."""
+
+    name = "rebn"
+
+    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+        return rebn_turn_advantages([ep.rewards for ep in episodes], self.cfg.gamma, self.cfg.normalize_std,
+                                    distributed.all_reduce_moments)

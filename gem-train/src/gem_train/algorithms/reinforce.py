@@ -7,6 +7,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gem_train.algorithms.base import Algorithm
+
+if TYPE_CHECKING:
+    from gem_train.rollout import Episode
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
@@ -29,3 +35,12 @@ def reinforce_advantages(rewards: Sequence[Sequence[float]], gamma: float) -> li
     [[1.0, 1.0], [0.0]]
     """
     return [discounted_returns(r, gamma) for r in rewards]
+
+
+class REINFORCE(Algorithm):
+    """Raw discounted per-turn returns, no baseline."""
+
+    name = "reinforce"
+
+    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+        return reinforce_advantages([ep.rewards for ep in episodes], self.cfg.gamma)
