@@ -12,6 +12,18 @@ kills every other process left in its pid namespace, wipes the working dir, and 
 then says it is ready again; anything it cannot put back makes it exit instead, and the
 parent starts a fresh one.
 
+A run shares the zygote's uid, so it can reach the zygote with what a uid may do to its own
+processes: signals (a fresh zygote, see warm.py), and lowering the zygote's rlimits, nice
+value, scheduling policy or CPU affinity with prlimit/setpriority/sched_setaffinity, which
+every later run would inherit. So the zygote records that state when it starts, checks it
+before every "ready" and exits when a run changed it, and each run sets all of it for
+itself (every rlimit, not only the plan's). The zygote is not dumpable (no ptrace, no
+/proc/PID/mem). The kernel's keyrings outlive processes (a uid's user and persistent
+keyrings, and the per-uid records in /proc/key-users that even clearing them creates), so
+add_key, request_key and keyctl are refused (EPERM) by a seccomp filter the zygote installs
+on itself before its first run, inherited by every run. The wipe of the work dir is
+bounded by entries, depth and time: a run that leaves more costs a fresh zygote.
+
 Messages (JSON, one per packet): out ``{"ready": true}``; in ``run`` with four fds (the
 plan as a memfd, stdin, stdout, stderr); out ``{"pid": N}`` with a pidfd; out
 ``{"exit": CODE}`` (a signal N as 128 + N, as bwrap reports it) and ``{"ready": true}``.
@@ -27,6 +39,7 @@ import resource
 import signal
 import socket
 import sys
+import time
 
 # what runs commonly import, so that a run does not pay for it (never a run's own code)
 for _name in ("json", "re", "math", "collections", "itertools", "functools", "typing", "random", "string",
@@ -45,18 +58,60 @@ for _name in sys.argv[2].split(",") if len(sys.argv) > 2 else ():
 
 gc.freeze()  # what is imported stays shared with the runs' forks, untouched by their collections
 
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
-SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-KEYCTL_CLEAR = 7
-KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 4, 36, 38, 22
+SECCOMP_MODE_FILTER = 2
+#: per architecture: the seccomp audit arch and the numbers of add_key, request_key, keyctl
+_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
 WORKDIR = "/tmp"
-#: the most entries one wipe removes; a run that leaves more costs a fresh zygote
+#: the most entries one wipe removes, how deep it goes, and for how long: a run that leaves more
+#: (19,000 nested directories made one wipe take 5 s) costs a fresh zygote
 WIPE_BUDGET = 20000
+WIPE_DEPTH = 64
+WIPE_SECONDS = 0.5
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CTRL = socket.socket(fileno=int(sys.argv[1]))
 _SELF = os.getpid()
 _HANDLERS = {s: signal.getsignal(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)}
+#: every rlimit of this platform (by number: RLIMIT_OFILE and RLIMIT_NOFILE are one)
+_RLIMITS = sorted({getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")})
+
+
+def _inherited():
+    """What a forked run inherits that a run can change in its zygote: every rlimit, the nice value, the
+    scheduling policy and the CPU affinity."""
+    return ({r: resource.getrlimit(r) for r in _RLIMITS}, os.getpriority(os.PRIO_PROCESS, 0),
+            os.sched_getscheduler(0), frozenset(os.sched_getaffinity(0)))
+
+
+def _block_keyrings():
+    """Install a seccomp filter that makes add_key, request_key and keyctl fail with EPERM (another
+    architecture's syscalls kill the process); True when it is in place."""
+    arch = _KEY_SYSCALLS.get(os.uname().machine)
+    if arch is None:
+        return False
+    audit_arch, numbers = arch
+    ld_abs, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    allow, kill, eperm = 0x7FFF0000, 0x80000000, 0x00050000 | errno.EPERM
+    program = [(ld_abs, 0, 0, 4), (jeq, 1, 0, audit_arch), (ret, 0, 0, kill), (ld_abs, 0, 0, 0)]
+    if audit_arch == 0xC000003E:  # x32 calls on x86_64 carry bit 30: refuse them all
+        program += [(0x35, 0, 1, 0x40000000), (ret, 0, 0, kill)]  # BPF_JMP|BPF_JGE|BPF_K
+    for i, number in enumerate(numbers):
+        program.append((jeq, len(numbers) - i, 0, number))
+    program += [(ret, 0, 0, allow), (ret, 0, 0, eperm)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                    ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*line) for line in program])
+    fprog = Program(len(program), filters)
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
 def _keep_set():
@@ -126,11 +181,16 @@ def _kill_others():
 
 
 def _wipe():
-    """Empty the work dir (hidden files, read-only dirs too); False when it cannot."""
-    stack, budget = [WORKDIR], WIPE_BUDGET
+    """Empty the work dir (hidden files, read-only dirs too); False when it cannot, or when the run left
+    more than :data:`WIPE_BUDGET` entries, deeper than :data:`WIPE_DEPTH`, or more than
+    :data:`WIPE_SECONDS` of work."""
+    stack, budget = [(WORKDIR, 0)], WIPE_BUDGET
+    deadline = time.monotonic() + WIPE_SECONDS
     dirs = []
     while stack:
-        path = stack.pop()
+        path, depth = stack.pop()
+        if depth > WIPE_DEPTH or time.monotonic() > deadline:
+            return False
         try:
             if path not in _KEEP:
                 os.chmod(path, 0o1777 if path == WORKDIR else 0o700)
@@ -145,7 +205,7 @@ def _wipe():
             if budget < 0:
                 return False
             if entry.is_dir(follow_symlinks=False) and not os.path.ismount(entry.path):
-                stack.append(entry.path)
+                stack.append((entry.path, depth + 1))
                 dirs.append(entry.path)
             elif entry.path not in _KEEP and not os.path.ismount(entry.path):
                 try:
@@ -154,6 +214,8 @@ def _wipe():
                     return False
     for path in reversed(dirs):
         if path not in _KEEP:
+            if time.monotonic() > deadline:
+                return False
             try:
                 os.rmdir(path)
             except OSError:
@@ -170,18 +232,6 @@ def _ipc_clean():
                     return False
         except OSError:
             pass
-    return True
-
-
-def _keys_clean():
-    """Empty the keyrings a run shares with the zygote's uid and session (the kernel
-    keeps them across processes); False when one cannot be emptied."""
-    if SYS_KEYCTL is None:
-        return False  # no way to check here: every run gets a fresh zygote
-    for ring in (KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
-        failed = _libc.syscall(SYS_KEYCTL, KEYCTL_CLEAR, ring) != 0
-        if failed and ctypes.get_errno() not in (errno.ENOSYS, errno.ENOKEY):
-            return False
     return True
 
 
@@ -216,6 +266,8 @@ def _serve():
                 signal.SIGALRM, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGTSTP, signal.SIGTTIN,
                 signal.SIGTTOU, signal.SIGVTALRM, signal.SIGPROF):  # fmt: skip
         signal.signal(sig, signal.SIG_IGN)
+    if not _block_keyrings():
+        os._exit(3)  # without the filter a run could leave keys for the next: the cold path is used
     _send({"ready": True})
     while True:
         data, fds, _, _ = socket.recv_fds(_CTRL, 1024, 8)
@@ -246,8 +298,8 @@ def _serve():
                 continue
         code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         _send({"exit": code})
-        if not (_kill_others() and _wipe() and _ipc_clean() and _keys_clean()):
-            os._exit(0)
+        if not (_kill_others() and _wipe() and _ipc_clean() and _inherited() == _START):
+            os._exit(0)  # what a run left, or changed in this zygote, is not put back: a fresh zygote
         _send({"ready": True})
 
 
@@ -264,8 +316,18 @@ def _enter(plan, fds):
             pass
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     os.setsid()
+    # all of it, not only what the plan names: the plan's limits, every other one as the zygote started with,
+    # its nice value, scheduling policy and CPU affinity
+    limits, nice, policy, cpus = _START
+    wanted = dict(limits)
     for name, value in plan["rlimits"].items():
-        resource.setrlimit(getattr(resource, name), tuple(value))
+        wanted[getattr(resource, name)] = tuple(value)
+    for limit, value in wanted.items():
+        resource.setrlimit(limit, value)
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
+    if os.sched_getscheduler(0) != policy:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
+    os.sched_setaffinity(0, cpus)
     os.chdir(WORKDIR)
     sys.argv = list(plan["argv"])
     sys.path[0] = WORKDIR
@@ -310,6 +372,7 @@ def _finish(status):
 
 
 if __name__ == "__main__":
+    _START = _inherited()
     _plan, _fds = _serve()
     _code = _enter(_plan, _fds)
     _COMPILED.clear()

@@ -47,6 +47,9 @@ REPLY_TIMEOUT = 5.0
 BASELINE_SLACK = 8 << 20
 #: rlimits of the zygote itself: only ceilings for the runs, which lower them
 _ZYGOTE_LIMITS = CEILINGS
+#: what a zygote's start is taken to cost before one was timed (seconds)
+_FIRST_SPAWN_GUESS = 0.2
+_NO_ANSWER = "zygote did not answer in time"
 
 
 class WarmUnavailable(RuntimeError):
@@ -76,6 +79,8 @@ class Zygote:
         self.owner = os.getpid()
         #: False from the end of a run until the zygote says it has cleaned up after it
         self.ready = True
+        #: when its last run ended (its cleanup began)
+        self.dirty_since = 0.0
         #: the memory the zygote's cgroup holds before any run: a run may add ``run_memory``
         self.baseline = 0
 
@@ -100,7 +105,7 @@ class Zygote:
                 try:
                     await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
                 except asyncio.TimeoutError:
-                    raise ZygoteLost("zygote did not answer in time") from None
+                    raise ZygoteLost(_NO_ANSWER) from None
                 finally:
                     loop.remove_reader(self.sock.fileno())
                 continue
@@ -230,27 +235,64 @@ class Pool:
         self.lock = threading.Lock()
         #: why zygotes cannot start here, once one failed to
         self.broken: str | None = None
+        #: seconds a fresh zygote took to start (the latest): the longest a dirty one is waited for
+        self.spawn_seconds = _FIRST_SPAWN_GUESS
 
     async def acquire(self) -> Zygote:
-        while True:
-            with self.lock:
-                if not self.idle:
+        """An idle zygote that has cleaned up after its last run, else a fresh one. A zygote still cleaning
+        is waited for at most as long as a fresh start takes (a run that left 19,000 directories once held the
+        next run for the whole reply timeout); it stays in the pool to finish, or is destroyed once its cleanup
+        has taken :data:`REPLY_TIMEOUT`."""
+        found: Zygote | None = None
+        still_cleaning: list[Zygote] = []
+        waited = False
+        try:
+            while found is None:
+                with self.lock:
+                    if not self.idle:
+                        break
+                    zygote = self.idle.pop(0)  # the longest idle: the likeliest to have cleaned up
+                if zygote.ready:
+                    found = zygote
                     break
-                zygote = self.idle.pop(0)  # the longest idle: the likeliest to have cleaned up
-            if zygote.ready or await _cleaned_up(zygote):
-                return zygote
+                # one short wait in all: a fresh start is what it would cost otherwise
+                limit = 0.0 if waited else self.spawn_seconds
+                waited = True
+                state = await _cleaned_up(zygote, limit, destroy_after=REPLY_TIMEOUT)
+                if state == "ready":
+                    found = zygote
+                elif state == "cleaning":
+                    still_cleaning.append(zygote)
+        finally:
+            for zygote in still_cleaning:
+                self._keep(zygote)
+        if found is not None:
+            return found
         with self.lock:
             if self.broken is not None:
                 raise WarmUnavailable(self.broken)
+        started = time.monotonic()
         try:
-            return await spawn(self.backend, self.interpreter, self.env, self.tmp_size)
+            zygote = await spawn(self.backend, self.interpreter, self.env, self.tmp_size)
         except WarmUnavailable as exc:
             self.broken = str(exc)
             raise
+        self.spawn_seconds = time.monotonic() - started
+        return zygote
+
+    def _keep(self, zygote: Zygote) -> None:
+        """Put a zygote back among the idle ones (at the end: it is the least likely to be ready)."""
+        with self.lock:
+            if len(self.idle) < MAX_IDLE:
+                self.idle.append(zygote)
+                return
+        zygote.destroy()
 
     def release(self, zygote: Zygote) -> None:
         with self.lock:
             if len(self.idle) < MAX_IDLE and zygote.owner == os.getpid():
+                if not zygote.ready:
+                    zygote.dirty_since = time.monotonic()
                 self.idle.append(zygote)
                 return
         zygote.destroy()
@@ -262,21 +304,25 @@ class Pool:
             zygote.destroy()
 
 
-async def _cleaned_up(zygote: Zygote) -> bool:
-    """Wait for the zygote's "ready" after a run; a zygote that does not say it is destroyed."""
+async def _cleaned_up(zygote: Zygote, timeout: float, destroy_after: float) -> str:
+    """Wait up to ``timeout`` for the zygote's "ready" after a run: ``"ready"``, ``"cleaning"`` (not yet), or
+    ``"lost"`` (it said something else, exited, or has been cleaning for ``destroy_after``: destroyed)."""
     try:
-        message, fds = await zygote.recv(REPLY_TIMEOUT)
+        message, fds = await zygote.recv(timeout)
         for fd in fds:
             os.close(fd)
         if message != {"ready": True}:
             raise ZygoteLost("not ready")
-    except BaseException as exc:
+    except ZygoteLost as exc:
+        if str(exc) == _NO_ANSWER and time.monotonic() - zygote.dirty_since < destroy_after:
+            return "cleaning"
         zygote.destroy()
-        if isinstance(exc, ZygoteLost):
-            return False
+        return "lost"
+    except BaseException:
+        zygote.destroy()
         raise
     zygote.ready = True
-    return True
+    return "ready"
 
 
 _POOLS: dict[tuple[Any, ...], Pool] = {}
