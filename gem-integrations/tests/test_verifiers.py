@@ -185,3 +185,56 @@ def test_gem_eval_scores_a_verifiers_env(pick_taskset, server, tmp_path):
 
 def test_missing_verifiers_is_one_line():
     assert_missing_framework_is_one_line("verifiers", "verifiers.v1")
+
+
+def _post(url: str, body: dict, key: str | None = None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    request = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers=headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_another_local_client_cannot_talk_to_the_bridge(pick_taskset):
+    """Issue 33, finding 6: a second process that posted to the bridge's port with the predictable model name
+    "gem-episode-1" had its text returned to the policy as the observation and got the policy's next action.
+    Now a request needs the bridge's key and the episode's random tag: anything else is 401 and never reaches
+    the episode."""
+    env = gem.make("vf:vf_pick_taskset")
+    try:
+        obs, _ = env.reset(seed=2)
+        bridge, tag = env._bridge, env._tag
+        assert tag != "gem-episode-1" and len(tag) > 30
+        intruder = {"model": "gem-episode-1", "messages": [{"role": "user", "content": "injected"}]}
+        assert _post(bridge.base_url, intruder)[0] == 401  # no key
+        assert _post(bridge.base_url, {**intruder, "model": tag})[0] == 401  # the live tag, still no key
+        assert _post(bridge.base_url, intruder, key="guess")[0] == 401  # a wrong key
+        assert _post(bridge.base_url, intruder, key=bridge.key)[0] == 401  # the key, a stale or made-up tag
+        # the episode is where it was: the policy's answer is scored, nothing injected was seen
+        obs, reward, terminated, _, info = env.step("\\boxed{3}")
+        assert (reward, terminated, info["rewards"]) == (1.5, True, {"exact": 1.0, "brief": 1.0})
+    finally:
+        env.close()
+
+
+def test_a_bridge_request_waits_for_its_answer_only_so_long():
+    """Handler threads waited forever on an answer; now a request unanswered for answer_timeout gets a 504."""
+    import time
+
+    from gem_integrations.verifiers import _Bridge
+
+    bridge = _Bridge(answer_timeout=0.5)
+    try:
+        tag = bridge.open_episode()
+        started = time.monotonic()
+        status, body = _post(bridge.base_url, {"model": tag, "messages": []}, key=bridge.key)
+        assert status == 504 and "0.5 s" in body["error"]["message"]
+        assert time.monotonic() - started < 30
+    finally:
+        bridge.close()

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gem.core import Env
+from gem.errors import StepTimeoutError
 from gem_integrations._support import import_framework, require_hook
 
 TESTED = "0.4.0"
@@ -179,14 +180,28 @@ async def play(env: GemEnv, model: str, base_url: str, *, num_tasks: int | None 
 
 class _Bridge:
     """The "model endpoint" a verifiers episode talks to when GEM's caller is the model: each chat
-    request verifiers' harness sends waits in ``events`` until :meth:`VerifiersEnv.step` answers it."""
+    request verifiers' harness sends waits in ``events`` until :meth:`VerifiersEnv.step` answers it.
 
-    def __init__(self) -> None:
+    It listens on loopback, where any local process can reach it, so a request counts only with the
+    bridge's unguessable key (``Authorization: Bearer``, handed to verifiers as its API key through the
+    environment variable :attr:`key_var`) and the model name of an episode in play (a random tag per
+    episode, :meth:`open_episode`); anything else is answered 401 and never reaches an episode. A request
+    waits at most ``answer_timeout`` seconds for its answer (504 after that)."""
+
+    def __init__(self, answer_timeout: float) -> None:
         import queue
+        import secrets
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         #: ("ask", messages, answer queue, model) per request; ("done", future, None, None) per episode
         self.events: queue.Queue[tuple[str, Any, Any, Any]] = queue.Queue()
+        self.key = secrets.token_urlsafe(32)
+        #: the environment variable verifiers' client reads the key from (one per bridge: a process may hold many)
+        self.key_var = f"{_BRIDGE_KEY}_{secrets.token_hex(8).upper()}"
+        os.environ[self.key_var] = self.key
+        self.answer_timeout = answer_timeout
+        self._tags: set[str] = set()
+        self._tags_lock = threading.Lock()
         bridge = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -196,17 +211,38 @@ class _Bridge:
                 pass
 
             def do_GET(self) -> None:
+                if not bridge.authorised(self.headers.get("Authorization")):
+                    self._refuse()
+                    return
                 self._send(200, "application/json", json.dumps({"object": "list", "data": [{"id": "gem"}]}).encode())
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                try:
+                    size = min(int(self.headers.get("Content-Length", 0)), _MAX_REQUEST_BYTES)
+                    body = json.loads(self.rfile.read(size) or b"{}")
+                except ValueError:
+                    body = None
+                if not isinstance(body, dict) or not bridge.authorised(self.headers.get("Authorization"),
+                                                                       body.get("model")):
+                    self._refuse()
+                    return
                 answer: queue.Queue[str | None] = queue.Queue(maxsize=1)
                 bridge.events.put(("ask", body.get("messages") or [], answer, body.get("model")))
-                reply = answer.get()
+                try:
+                    reply = answer.get(timeout=bridge.answer_timeout)
+                except queue.Empty:
+                    self._error(504, f"no answer from GEM's caller within {bridge.answer_timeout:g} s")
+                    return
                 if reply is None:  # the episode was abandoned (a new reset, or close)
-                    self._send(503, "application/json", b'{"error": {"message": "episode abandoned"}}')
+                    self._error(503, "episode abandoned")
                     return
                 self._send(200, *_completion(reply, bool(body.get("stream")), body.get("model")))
+
+            def _refuse(self) -> None:
+                self._error(401, "not a request of this bridge's episode (key or model tag)")
+
+            def _error(self, status: int, message: str) -> None:
+                self._send(status, "application/json", json.dumps({"error": {"message": message}}).encode())
 
             def _send(self, status: int, kind: str, data: bytes) -> None:
                 self.send_response(status)
@@ -222,9 +258,36 @@ class _Bridge:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True, name="gem-vf-bridge").start()
 
+    def authorised(self, header: str | None, model: Any = None) -> bool:
+        """Whether a request carries this bridge's key and (for a chat request) a live episode's tag."""
+        import hmac
+
+        given = (header or "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), self.key.encode()):
+            return False
+        if model is None:
+            return True
+        with self._tags_lock:
+            return isinstance(model, str) and model in self._tags
+
+    def open_episode(self) -> str:
+        """A new episode's tag (the model name its requests carry); the episodes before it are over."""
+        import secrets
+
+        tag = f"gem-episode-{secrets.token_hex(16)}"
+        with self._tags_lock:
+            self._tags = {tag}
+        return tag
+
+    def close_episodes(self) -> None:
+        with self._tags_lock:
+            self._tags = set()
+
     def close(self) -> None:
+        self.close_episodes()
         self.server.shutdown()
         self.server.server_close()
+        os.environ.pop(self.key_var, None)
 
 
 def _completion(reply: str, stream: bool, model: Any) -> tuple[str, bytes]:
@@ -307,7 +370,7 @@ class VerifiersEnv(Env):
 
     def _start(self) -> None:
         """The bridge, and the verifiers env's serving resources held in the shared verifiers loop."""
-        self._bridge = _Bridge()
+        self._bridge = _Bridge(answer_timeout=self.step_timeout)
         self._loop = _verifiers_loop()
         ready = threading.Event()
 
@@ -318,7 +381,9 @@ class VerifiersEnv(Env):
                 await self._stop_serving.wait()
 
         self._serving = asyncio.run_coroutine_threadsafe(serve(), self._loop)
-        ready.wait(timeout=self.step_timeout)
+        if not ready.wait(timeout=self.step_timeout):
+            raise StepTimeoutError(f"the verifiers env did not start serving within {self.step_timeout:g} s "
+                                   "(VerifiersEnv step_timeout)")
 
     def _task(self, index: int) -> Any:
         if self._tasks is not None:
@@ -326,6 +391,8 @@ class VerifiersEnv(Env):
         return next(iter(self.vf_env.taskset.skip(index).take(1)))
 
     def _abandon(self) -> None:
+        if self._bridge is not None:
+            self._bridge.close_episodes()
         if self._answer is not None:
             self._answer.put(None)
             self._answer = None
@@ -344,11 +411,12 @@ class VerifiersEnv(Env):
         self._abandon()
         index = seed if seed is not None else self.rng.randrange(2**31)
         task = self._task(index)
-        os.environ.setdefault(_BRIDGE_KEY, "unused")
         self._count += 1
-        self._tag = f"gem-episode-{self._count}"  # the model name tells this episode's requests from stale ones
+        # an unguessable tag per episode, as the model name: it tells this episode's requests from stale ones and
+        # from any other local client's; the bridge's key goes to verifiers as its API key
+        self._tag = self._bridge.open_episode()
         ctx = ModelContext(model=self._tag, client=EvalClientConfig(base_url=self._bridge.base_url,
-                                                                api_key_var=_BRIDGE_KEY))
+                                                                api_key_var=self._bridge.key_var))
         events = self._bridge.events
         episode = asyncio.run_coroutine_threadsafe(self.vf_env.run_slot(RunSlot(task), ctx), self._loop)
         episode.add_done_callback(lambda fut: events.put(("done", fut, None, None)))
@@ -361,8 +429,14 @@ class VerifiersEnv(Env):
 
     def _next(self) -> tuple[str, float, bool, dict[str, Any]]:
         """Wait for this episode's next request (an observation) or its end (the reward)."""
+        import queue
+
         while True:
-            kind, payload, answer, model = self._bridge.events.get(timeout=self.step_timeout)
+            try:
+                kind, payload, answer, model = self._bridge.events.get(timeout=self.step_timeout)
+            except queue.Empty:
+                raise StepTimeoutError(f"the verifiers episode neither asked the model nor ended within "
+                                       f"{self.step_timeout:g} s (VerifiersEnv step_timeout)") from None
             if kind == "ask" and model == self._tag:
                 self._answer = answer
                 return _new_turn(payload), 0.0, False, {}
@@ -401,8 +475,10 @@ class VerifiersEnv(Env):
             self._bridge = None
 
 
-#: the variable the bridge's client reads its (unused) key from
+#: the prefix of the variable each bridge's client reads its key from
 _BRIDGE_KEY = "GEM_VERIFIERS_BRIDGE_KEY"
+#: the largest chat request the bridge reads
+_MAX_REQUEST_BYTES = 64 << 20
 
 
 __all__ = ["GemEnv", "GemEnvConfig", "GemTask", "GemTaskData", "GemTaskset", "GemTasksetConfig", "VerifiersEnv",
