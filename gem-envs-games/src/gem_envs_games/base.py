@@ -45,6 +45,7 @@ running, and an :class:`Outcome` otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -53,6 +54,23 @@ from gem.conventions import FORMAT_ERROR_REWARD
 from gem.parsing import last_boxed
 
 NO_EPISODE = "No episode is running: call reset() to start one."
+
+
+def reference_alias(attribute: str, to_reference: Callable[[Any], Any] | None = None,
+                    from_reference: Callable[[Any], Any] | None = None) -> property:
+    """A property under the reference package's name for state a game keeps as ``attribute``: scripts and
+    tests written against the reference read (and, where they assign, write) it by that name, with the
+    reference's type (``to_reference``; ``from_reference`` converts an assigned value back). Never a second
+    copy of the state."""
+
+    def read(self: Any) -> Any:
+        value = getattr(self, attribute)
+        return to_reference(value) if to_reference is not None else value
+
+    def write(self: Any, value: Any) -> None:
+        setattr(self, attribute, from_reference(value) if from_reference is not None else value)
+
+    return property(read, write, doc=f"the reference's name for ``{attribute}``")
 
 
 class Outcome(NamedTuple):
@@ -123,6 +141,8 @@ class TurnGame(gem.Env):
     max_turns: int
     # no episode runs before the first reset
     turn: int = 0
+    #: the reference's name of the turn counter
+    turn_count = reference_alias("turn")
     done: bool = True
 
     # -- hooks ------------------------------------------------------------------------

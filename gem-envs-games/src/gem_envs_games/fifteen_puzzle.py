@@ -181,6 +181,61 @@ class FifteenPuzzleEnv(DirectionGame):
     def task_suffix(self) -> str:
         return f"Board:\n{render_tiles(self.tiles, self.num_rows)}\nTurns left: {self.turns_left}. Enter your move."
 
+    # -- the reference package's names -------------------------------------------------
+    # scripts and tests written against the reference read and set the board by these names (its own tests
+    # put a board in place with ``env.board = ...; env.blank_pos = env._get_empty_position()``); they are
+    # views of ``tiles``, never a second copy
+    @property
+    def board(self) -> list[list[int | None]]:
+        """The board as the reference holds it: rows of tiles, ``None`` for the empty cell (a copy)."""
+        rows = self.num_rows
+        return [[t or None for t in self.tiles[r * rows:(r + 1) * rows]] for r in range(rows)]
+
+    @board.setter
+    def board(self, board: list[list[int | None]]) -> None:
+        rows = len(board)
+        tiles = [int(t or 0) for row in board for t in row]
+        if sorted(tiles) != list(range(rows * rows)) or any(len(row) != rows for row in board):
+            raise ValueError(f"a {rows}x{rows} board holds the tiles 1 to {rows * rows - 1} and one empty cell")
+        self.num_rows, self.tiles = rows, tiles
+
+    @property
+    def blank_pos(self) -> tuple[int, int]:
+        """``(row, col)`` of the empty cell (derived from the board; setting it changes nothing)."""
+        return self._get_empty_position()
+
+    @blank_pos.setter
+    def blank_pos(self, position: tuple[int, int]) -> None:
+        pass  # the reference keeps it beside the board; here it is always the board's own
+
+    @property
+    def greatest_num(self) -> int:
+        return self.num_rows**2 - 1
+
+    @property
+    def goal_board(self) -> list[list[int | None]]:
+        return self._generate_goal_board()
+
+    def _generate_goal_board(self) -> list[list[int | None]]:
+        rows, goal = self.num_rows, goal_tiles(self.num_rows)
+        return [[t or None for t in goal[r * rows:(r + 1) * rows]] for r in range(rows)]
+
+    def _get_empty_position(self) -> tuple[int, int]:
+        return divmod(self.tiles.index(0), self.num_rows)
+
+    def _is_solvable(self, board: list[list[int | None]]) -> bool:
+        return is_solvable([int(t or 0) for row in board for t in row], len(board))
+
+    def _is_solved(self) -> bool:
+        return self.tiles == goal_tiles(self.num_rows)
+
+    def _move(self, direction: str) -> bool:
+        """Slide a tile ``direction`` into the empty cell; False (nothing moved) where none can."""
+        return direction in SOURCE_OFFSET and slide(self.tiles, self.num_rows, direction)
+
+    def _render_board(self) -> str:
+        return render_tiles(self.tiles, self.num_rows)
+
     # -- state ------------------------------------------------------------------------
     def game_state(self) -> dict[str, Any]:
         return {"num_rows": self.num_rows, "tiles": list(self.tiles)}

@@ -22,7 +22,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import DirectionGame, Outcome, at_least
+from gem_envs_games.base import DirectionGame, Outcome, at_least, reference_alias
 
 #: (target_tile, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((16, 20), (32, 30), (64, 50))
@@ -88,6 +88,11 @@ class Game2048Env(DirectionGame):
     With ``target_tile`` or ``max_turns`` None, each episode draws one of
     :data:`RANDOM_PRESETS` (all winnable in principle).
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    max_tile_achieved = reference_alias("best")
+    init_max_tile_achieved = reference_alias("start_max")
+
 
     format_error = "no move found. Answer like \\boxed{left}."
     directions = DIRECTIONS

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int
+from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int, reference_alias
 
 _INTEGER = re.compile(r"^\s*([+-]?)(\d+)\s*$")
 #: longer numbers are out of any range (read as +-10**18)
@@ -69,6 +69,11 @@ class GuessTheNumberEnv(GuessingGame):
     the range 1..N with N in 2..100 and ``ceil(sqrt(N - 1)) + 1`` turns, which always
     leaves room for a binary search.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    game_number = reference_alias("secret")
+    previous_guesses = reference_alias("guesses", set, list)
+
 
     format_error = "no whole number found in \\boxed{}."
 

@@ -21,7 +21,7 @@ import string
 from typing import Any
 
 from gem_envs_games import words
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, reference_alias
 
 _LETTERS = re.compile(r"^\s*([A-Za-z]+)\s*$")
 
@@ -44,6 +44,11 @@ class HangmanEnv(TurnGame):
     preset) every episode draws 3-6 letters and, unless ``max_turns`` is given,
     :func:`turns_for` turns.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    secret_word = reference_alias("secret")
+    guessed_letters = reference_alias("guessed", set, list)
+
 
     format_error = "no letter or word found in \\boxed{}."
 

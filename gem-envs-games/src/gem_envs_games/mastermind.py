@@ -22,7 +22,7 @@ from itertools import permutations
 from operator import eq
 from typing import Any
 
-from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int
+from gem_envs_games.base import GuessingGame, Outcome, at_least, bounded_int, reference_alias
 
 _DIGITS = re.compile(r"^[\s,\[\]()]*\d+(?:[\s,]+\d+)*[\s,\[\]()]*$")
 _NUMBER = re.compile(r"\d+")
@@ -82,6 +82,11 @@ class MastermindEnv(GuessingGame):
     unless ``max_turns`` is given: as many as the fixed presets allow for their sizes,
     far more than a consistent-guess strategy needs.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    game_code = reference_alias("code", list, list)
+    previous_guesses = reference_alias("guesses", lambda gs: {tuple(g) for g in gs}, lambda gs: [list(g) for g in gs])
+
 
     format_error = "no digits found in \\boxed{}."
 

@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int
+from gem_envs_games.base import Outcome, TurnGame, at_least, bounded_int, reference_alias
 
 #: (scale, clues, max_turns) drawn per episode when a setting is None (GEM's random preset)
 RANDOM_PRESETS = ((4, 10, 15), (9, 50, 50))
@@ -150,6 +150,11 @@ class SudokuEnv(TurnGame):
     least its number of empty cells. With a setting None, each episode draws one of
     :data:`RANDOM_PRESETS`.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    full_grid = reference_alias("solution")
+    init_num_empty = reference_alias("empty_at_start")
+
 
     format_error = "no move found. Answer like \\boxed{1 3 4}."
 

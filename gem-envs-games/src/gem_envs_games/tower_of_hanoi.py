@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, reference_alias
 
 TOWERS = "ABC"
 _TOWER_NAMES = tuple(TOWERS)
@@ -70,6 +70,10 @@ class TowerofHanoiEnv(TurnGame):
     >>> _ = env.reset(seed=1); (env.num_disks, env.max_turns) in RANDOM_PRESETS
     True
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    board = reference_alias("towers")
+
 
     format_error = "no move found. Answer like \\boxed{A C}."
 

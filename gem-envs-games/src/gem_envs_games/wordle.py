@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_envs_games import words
-from gem_envs_games.base import GuessingGame, Outcome, at_least
+from gem_envs_games.base import GuessingGame, Outcome, at_least, reference_alias
 
 _LETTERS = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)*\s*$")
 #: turns per letter when the random preset draws the word length (GEM's presets: 3 -> 15, 5 -> 25)
@@ -77,6 +77,11 @@ class WordleEnv(GuessingGame):
     With ``word_length`` None (GEM's random preset) every episode draws 3-6 letters and,
     unless ``max_turns`` is given, five turns per letter.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    secret_word = reference_alias("secret")
+    previous_guesses = reference_alias("guesses", set, list)
+
 
     format_error = "no word found in \\boxed{}."
 
