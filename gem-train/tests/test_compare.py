@@ -115,3 +115,22 @@ def test_the_table_shows_format_errors_and_tool_calls_where_a_tool_was_called():
     assert "| `math:Arithmetic-v0-easy` (baselines/x) | 0.00 |" in text and "**0.30 ± 0.00**" in text
     tools = text.split("tool calls |", 1)[1]
     assert "0.50 → 0.10; 0.75 → 0.94" in tools and "0.75 → 0.50" in tools and "Sudoku" not in tools
+
+
+def test_a_comparison_that_trains_nothing_exits_non_zero_and_warm_start_false_is_the_papers(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """Issue 35, point 7: with trainer.sft.episodes=0 (no warm start, as the paper) the comparison started no RL
+    run, printed an empty table and exited 0. It now says why and exits 1; warm_start=false runs the paper's
+    protocol: every algorithm from the preset's own model, no warm start."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    overrides = ",".join([*TOY, "trainer.iterations=1", "trainer.eval_every=1", "trainer.eval_episodes=4",
+                          "trainer.sft.episodes=0"])
+    args = ["experiments=[smoke]", "algos=[rebn]", "seeds=[0]", "jobs=1", f"overrides=[{overrides}]"]
+    assert main([*args, f"out={tmp_path / 'a'}"]) == 1
+    err = capsys.readouterr().err
+    assert "1 of 1 runs did not train" in err and "warm_start=false" in err
+    warm, runs = plan(parse([*args, "warm_start=false", f"out={tmp_path / 'b'}"]))
+    assert warm == [] and not any(a.startswith("model.path=") for a in runs[0].args)
+    assert main([*args, "warm_start=false", f"out={tmp_path / 'b'}"]) == 0
+    results = json.loads((tmp_path / "b" / "compare.json").read_text())["results"]["smoke"]
+    assert results["rebn"]["seeds"]["0"]["iterations"] == [0, 1]

@@ -77,6 +77,9 @@ class CompareConfig:
     overrides: list[str] = field(default_factory=list)
     # also write the figure here (the README's copy), e.g. docs/compare.png
     figure_copy: str | None = None
+    # one SFT warm start per env and seed that every algorithm starts from (the tiny scale's protocol); false:
+    # the paper's, every run starts from the preset's own model (model.path) with no warm start
+    warm_start: bool = True
 
 
 @dataclass
@@ -116,18 +119,20 @@ def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
             base = [f"experiment={experiment}", f"trainer.seed={seed}", "experiment.console=false",
                     "trainer.tensorboard=false", *cfg.overrides]
             sft = sft_dir(cfg, experiment, seed)
-            warm.append(Job(experiment, None, seed, sft, last_wins([
-                *base, "trainer.iterations=0", "trainer.eval_every=0", f"experiment.output_dir={sft}"])))
             start = sft / "checkpoints" / "iter_000000"
+            if cfg.warm_start:
+                warm.append(Job(experiment, None, seed, sft, last_wins([
+                    *base, "trainer.iterations=0", "trainer.eval_every=0", f"experiment.output_dir={sft}"])))
+            # the paper's protocol: no warm start, the preset's own model
+            origin = ["model.name=hf", f"model.path={start}"] if cfg.warm_start else []
             for algo in cfg.algos:
                 out = Path(cfg.out) / experiment / algo / f"seed{seed}"
                 # an env preset's discount is for the algorithms that discount; a group estimator scores the
                 # undiscounted return, and gem-train refuses a discount it would ignore
                 undiscounted = ["algo.gamma=1.0"] if algo in ALGORITHMS and not ALGORITHMS[algo].discounts else []
                 runs.append(Job(experiment, algo, seed, out, last_wins([
-                    *base, f"algo={algo}", *undiscounted, "model.name=hf", f"model.path={start}",
-                    "trainer.sft.episodes=0", f"experiment.output_dir={out}",
-                    f"experiment.name={experiment}-{algo}-seed{seed}"])))
+                    *base, f"algo={algo}", *undiscounted, *origin, "trainer.sft.episodes=0",
+                    f"experiment.output_dir={out}", f"experiment.name={experiment}-{algo}-seed{seed}"])))
     return warm, runs
 
 
@@ -444,24 +449,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     failed = run_all(warm, cfg.jobs)
     warm_done = {(j.experiment, j.seed) for j in warm if finished(j)}
-    ready = [j for j in runs if (j.experiment, j.seed) in warm_done]
+    ready = [j for j in runs if (j.experiment, j.seed) in warm_done] if cfg.warm_start else runs
     failed += run_all(ready, cfg.jobs)
     out = Path(cfg.out)
     results = collect_results(cfg, runs)
+    if not results:
+        print(f"no run of the comparison finished in {out}: no table or figure written", file=sys.stderr)
     text = table(results, cfg.algos)
     if where := environments_line([last_environment(j.out) for j in [*warm, *runs] if finished(j)]):
         text += "\n\n" + where
-    (out / "compare.md").write_text(text + "\n")
-    (out / "compare.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
-                                                   "results": results}, indent=1))
-    figure(results, cfg.algos, out / "compare.png")
-    if cfg.figure_copy:
-        Path(cfg.figure_copy).parent.mkdir(parents=True, exist_ok=True)
-        figure(results, cfg.algos, Path(cfg.figure_copy))
-    print(f"\n{text}\n\nfigure: {out / 'compare.png'}, table: {out / 'compare.md'} "
-          f"({(time.perf_counter() - started) / 60:.1f} min)")
+    if results:
+        (out / "compare.md").write_text(text + "\n")
+        (out / "compare.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
+                                                       "results": results}, indent=1))
+        figure(results, cfg.algos, out / "compare.png")
+        if cfg.figure_copy:
+            Path(cfg.figure_copy).parent.mkdir(parents=True, exist_ok=True)
+            figure(results, cfg.algos, Path(cfg.figure_copy))
+        print(f"\n{text}\n\nfigure: {out / 'compare.png'}, table: {out / 'compare.md'} "
+              f"({(time.perf_counter() - started) / 60:.1f} min)")
     if failed:
         print(f"{len(failed)} runs failed: " + ", ".join(j.name for j in failed), file=sys.stderr)
+        return 1
+    # a comparison that trained nothing is a failure, not an empty table: a warm start that wrote no checkpoint
+    # (trainer.sft.episodes=0 in the overrides: use warm_start=false for the paper's protocol), say
+    untrained = [j for j in runs if not finished(j)]
+    if untrained or not results:
+        why = [f"{j.name}: its warm start left no checkpoint" if (j.experiment, j.seed) not in warm_done
+               and cfg.warm_start else f"{j.name}: did not finish" for j in untrained]
+        print(f"{len(untrained) or len(runs)} of {len(runs)} runs did not train"
+              + (f" ({'; '.join(why[:3])}{'; ...' if len(why) > 3 else ''})" if why else "")
+              + ("; with no warm start (the paper's protocol) pass warm_start=false" if cfg.warm_start else ""),
+              file=sys.stderr)
         return 1
     return 0
 
