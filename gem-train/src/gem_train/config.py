@@ -221,6 +221,15 @@ class TrainerConfig:
     max_grad_norm: float | None = 1.0
     # turns per forward/backward; gradients accumulate over the micro-batches of one optimiser step
     micro_batch_size: int = 64
+    # a token budget per forward/backward (padded prompt+response tokens; None: micro_batch_size turns alone):
+    # turns are packed by length, longest first, so a micro-batch of long turns holds fewer of them
+    micro_batch_tokens: int | None = None
+    # recompute each layer's activations in the backward pass instead of keeping them (less memory, ~30% more
+    # compute); the paper scale turns it on
+    gradient_checkpointing: bool = False
+    # positions whose full-vocabulary log-probs exist at once: the learner computes them only where a response
+    # token is trained, this many at a time, recomputed in the backward pass
+    logprob_chunk: int = 1024
     # optimiser steps per epoch over one iteration's turns
     minibatches: int = 1
     # evaluate on held-out seeds every N iterations (0: never; the last iteration always evaluates if N > 0)
@@ -406,6 +415,9 @@ def validate(cfg: TrainConfig) -> None:
     _check(len(t.adam_betas) == 2 and all(0.0 <= b < 1.0 for b in t.adam_betas), "trainer.adam_betas",
            f"must be two numbers in [0, 1), got {list(t.adam_betas)}")
     _check(t.micro_batch_size >= 1, "trainer.micro_batch_size", f"must be >= 1, got {t.micro_batch_size}")
+    _check(t.micro_batch_tokens is None or t.micro_batch_tokens >= 1, "trainer.micro_batch_tokens",
+           f"must be >= 1 or null, got {t.micro_batch_tokens}")
+    _check(t.logprob_chunk >= 1, "trainer.logprob_chunk", f"must be >= 1, got {t.logprob_chunk}")
     _check(t.minibatches >= 1, "trainer.minibatches", f"must be >= 1, got {t.minibatches}")
     _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm",
            f"must be > 0, got {t.max_grad_norm}")

@@ -72,20 +72,56 @@ class Critic(torch.nn.Module):
 
 
 class ActorCritic(torch.nn.Module):
-    """The policy and (for PPO) its critic as one module: logits (B, L, V) and values (B,) or None."""
+    """The policy and (for PPO) its critic as one module.
 
-    def __init__(self, policy: Any, critic: Critic | None = None) -> None:
+    ``forward`` runs the policy's backbone once and computes full-vocabulary log-probabilities only at the
+    positions ``mask`` marks (the trained response tokens), ``chunk`` positions at a time, each chunk's logits
+    recomputed in the backward pass rather than kept: the logits of a long sequence (vocabulary x positions,
+    about 6 MiB a token at Qwen3's 151,936 rows in fp32) never exist at once. It returns the targets'
+    log-probabilities and the entropies, both (B, L-1) with zeros elsewhere, and the values (B,) or None.
+    """
+
+    def __init__(self, policy: Any, critic: Critic | None = None, chunk: int = 1024) -> None:
         super().__init__()
-        self.policy, self.critic = policy, critic
+        self.policy, self.critic, self.chunk = policy, critic, chunk
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                value_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        shared = self.critic is not None and value_index is not None and self.critic.backbone is None
-        out = self.policy(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=shared)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, targets: torch.Tensor,
+                mask: torch.Tensor, temperature: float = 1.0, value_index: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        hidden = self.policy.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        picked = mask.bool()
+        logprobs, entropies = chunked_logprobs(self.policy.get_output_embeddings(), hidden[:, :-1][picked],
+                                               targets[picked], temperature, self.chunk)
+        full_lp = hidden.new_zeros(mask.shape, dtype=torch.float32)
+        full_ent = hidden.new_zeros(mask.shape, dtype=torch.float32)
+        full_lp = full_lp.masked_scatter(picked, logprobs)
+        full_ent = full_ent.masked_scatter(picked, entropies)
+        if not picked.any():  # nothing trained here: a zero that still reaches every parameter (DDP joins)
+            full_lp = full_lp + 0.0 * self.policy.get_output_embeddings()(hidden[:, :1]).sum()
         if self.critic is None or value_index is None:
-            return out.logits, None
-        hidden = out.hidden_states[-1] if shared else None
-        return out.logits, self.critic(input_ids, attention_mask, value_index, hidden)
+            return full_lp, full_ent, None
+        shared = hidden if self.critic.backbone is None else None
+        return full_lp, full_ent, self.critic(input_ids, attention_mask, value_index, shared)
+
+
+def chunked_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float,
+                     chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability of each target (N,) and the entropy at each position (N,) from hidden states (N, H),
+    ``chunk`` positions at a time; each chunk's logits are recomputed in the backward pass (checkpointed)."""
+    from torch.utils.checkpoint import checkpoint
+
+    def one(h: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logp = torch.log_softmax(head(h).float() / temperature, dim=-1)
+        entropy = -(logp.exp() * logp).sum(-1)
+        return logp.gather(-1, t.unsqueeze(-1)).squeeze(-1), entropy.detach()
+
+    parts = [checkpoint(one, hidden[i:i + chunk], targets[i:i + chunk], use_reentrant=False)
+             if torch.is_grad_enabled() else one(hidden[i:i + chunk], targets[i:i + chunk])
+             for i in range(0, hidden.shape[0], chunk)]
+    if not parts:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
 
 def make_critic(policy: Any, kind: str, path: str | None = None) -> Critic:

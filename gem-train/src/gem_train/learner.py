@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from gem_train import distributed
-from gem_train.algorithms.losses import entropy, loss_normaliser, policy_loss_sum, token_logprobs
+from gem_train.algorithms.losses import loss_normaliser, policy_loss_sum
 from gem_train.algorithms.ppo import value_loss_sum
 from gem_train.config import AlgoConfig, TrainerConfig
 from gem_train.critic import ActorCritic, Critic
@@ -64,6 +64,27 @@ def pack(samples: Sequence[TurnSample], pad_id: int, device: str | torch.device 
     }
 
 
+def _token_chunks(items: list[int], lengths: list[int], size: int, budget: int) -> list[list[int]]:
+    """``items`` packed longest first into chunks of at most ``size`` items whose padded size (items x the
+    longest) stays within ``budget`` tokens; a single item longer than the budget is a chunk of its own.
+
+    >>> _token_chunks([0, 1, 2, 3], [10, 40, 20, 30], size=8, budget=64)
+    [[1], [3, 2], [0]]
+    """
+    order = sorted(range(len(items)), key=lambda k: -lengths[k])
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for k in order:
+        longest = lengths[current[0]] if current else lengths[k]
+        if current and (len(current) >= size or (len(current) + 1) * longest > budget):
+            chunks.append([items[j] for j in current])
+            current = []
+        current.append(k)
+    if current:
+        chunks.append([items[j] for j in current])
+    return chunks
+
+
 class Learner:
     """Holds the trained model, PPO's critic when there is one, and their AdamW optimiser.
 
@@ -94,7 +115,11 @@ class Learner:
         self.compute_dtype = DTYPES[compute_dtype]
         self.temperature, self.norm_constant, self.pad_id = temperature, norm_constant, pad_id
         self.device = next(model.parameters()).device
-        self.module = ActorCritic(model, critic)
+        if trainer.gradient_checkpointing:
+            # recompute each layer in the backward pass: activations of one layer at a time, not all of them
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False
+        self.module = ActorCritic(model, critic, chunk=trainer.logprob_chunk)
         # the module every training forward pass goes through: under torchrun, DDP around ``module``
         self.net: torch.nn.Module = distributed.data_parallel(self.module)
         self.parallel = self.net is not self.module
@@ -112,10 +137,8 @@ class Learner:
         """Learner logprobs of the targets (B, L-1), the entropy at each position (B, L-1) and, with
         ``values``, the critic's value of each turn (B,)."""
         with self._autocast():
-            logits, v = self.net(batch["input_ids"], batch["attention_mask"], batch["value_index"] if values else None)
-        logits = logits[:, :-1]
-        return (token_logprobs(logits, batch["targets"], self.temperature),
-                entropy(logits.detach(), self.temperature), v)
+            return self.net(batch["input_ids"], batch["attention_mask"], batch["targets"], batch["mask"],
+                            self.temperature, batch["value_index"] if values else None)
 
     @torch.no_grad()
     def values(self, samples: Sequence[TurnSample]) -> list[float]:
@@ -127,7 +150,8 @@ class Learner:
             batch = pack(samples[start:start + self.trainer.micro_batch_size], self.pad_id, self.device)
             # the bare module: no gradients, nothing for DDP to do, and no collective that other ranks must join
             with self._autocast():
-                _, v = self.module(batch["input_ids"], batch["attention_mask"], batch["value_index"])
+                _, _, v = self.module(batch["input_ids"], batch["attention_mask"], batch["targets"],
+                                      torch.zeros_like(batch["mask"]), self.temperature, batch["value_index"])
             out += v.tolist()
         return out
 
@@ -142,12 +166,19 @@ class Learner:
         size = math.ceil(n / self.trainer.minibatches)
         return [order[i:i + size] for i in range(0, n, size)]
 
-    def _micro_batches(self, items: list[int]) -> Iterator[list[int]]:
-        """``items`` in chunks of ``trainer.micro_batch_size``; every chunk but the last under DDP's ``no_sync``, so
-        the ranks' gradients are added once per optimiser step, in the last backward. A data-parallel rank with
-        no items gets one empty chunk: every rank must run that one synchronising backward."""
-        size = self.trainer.micro_batch_size
-        chunks = [items[i:i + size] for i in range(0, len(items), size)] or ([[]] if self.parallel else [])
+    def _micro_batches(self, items: list[int], samples: Sequence[TurnSample] | None = None) -> Iterator[list[int]]:
+        """``items`` in chunks of ``trainer.micro_batch_size`` turns, and with ``trainer.micro_batch_tokens`` (and
+        ``samples``) of at most that many padded tokens, longest turns first; every chunk but the last under DDP's
+        ``no_sync``, so the ranks' gradients are added once per optimiser step, in the last backward. A
+        data-parallel rank with no items gets one empty chunk: every rank must run that one synchronising
+        backward."""
+        size, budget = self.trainer.micro_batch_size, self.trainer.micro_batch_tokens
+        if budget is None or samples is None:
+            chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        else:
+            chunks = _token_chunks(items, [len(samples[i].prompt_ids) + len(samples[i].response_ids)
+                                           for i in items], size, budget)
+        chunks = chunks or ([[]] if self.parallel else [])
         unsynced = self.net.no_sync if self.parallel else contextlib.nullcontext
         for k, chunk in enumerate(chunks):
             with unsynced() if k < len(chunks) - 1 else contextlib.nullcontext():
@@ -158,9 +189,9 @@ class Learner:
         a rank that has no turns in this step."""
         batch = pack([TurnSample([self.pad_id], [self.pad_id], [], "stop")], self.pad_id, self.device)
         with self._autocast():
-            logits, values = self.net(batch["input_ids"], batch["attention_mask"],
-                                      batch["value_index"] if critic else None)
-        zero = logits.sum() * 0.0
+            logprobs, _, values = self.net(batch["input_ids"], batch["attention_mask"], batch["targets"],
+                                           batch["mask"], self.temperature, batch["value_index"] if critic else None)
+        zero = logprobs.sum() * 0.0
         if values is not None:
             zero = zero + values.sum() * 0.0
         zero.backward()
@@ -220,7 +251,7 @@ class Learner:
             for mb in self._minibatches(len(lengths)):
                 norm = loss_normaliser(self.algo.loss_norm, len(mb), sum(lengths[i] for i in mb), self.norm_constant)
                 mine = [i - offset for i in mb if offset <= i < offset + len(samples)]
-                for idx in self._micro_batches(mine):
+                for idx in self._micro_batches(mine, samples):
                     if not idx:
                         self._join_backward(critic)
                         continue
@@ -268,7 +299,7 @@ class Learner:
         num_tokens = sum(sum(share) for share in distributed.all_gather([len(s.response_ids) for s in samples]))
         scale = float(distributed.world_size()) if self.parallel else 1.0
         total = 0.0
-        for chunk in self._micro_batches(list(range(len(samples)))):
+        for chunk in self._micro_batches(list(range(len(samples))), samples):
             if not chunk:
                 self._join_backward(critic=False)
                 continue
