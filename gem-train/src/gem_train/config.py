@@ -227,9 +227,10 @@ class TrainerConfig:
     # recompute each layer's activations in the backward pass instead of keeping them (less memory, ~30% more
     # compute); the paper scale turns it on
     gradient_checkpointing: bool = False
-    # positions whose full-vocabulary log-probs exist at once: the learner computes them only where a response
-    # token is trained, this many at a time, recomputed in the backward pass
-    logprob_chunk: int = 1024
+    # positions whose full-vocabulary log-probs exist at once: with a number the learner computes them only where
+    # a response token is trained, this many at a time, recomputed in the backward pass (the paper scale: 1024);
+    # null: the whole logits in one pass (small vocabularies; the tiny scale's figures were measured so)
+    logprob_chunk: int | None = None
     # optimiser steps per epoch over one iteration's turns
     minibatches: int = 1
     # evaluate on held-out seeds every N iterations (0: never; the last iteration always evaluates if N > 0)
@@ -417,7 +418,8 @@ def validate(cfg: TrainConfig) -> None:
     _check(t.micro_batch_size >= 1, "trainer.micro_batch_size", f"must be >= 1, got {t.micro_batch_size}")
     _check(t.micro_batch_tokens is None or t.micro_batch_tokens >= 1, "trainer.micro_batch_tokens",
            f"must be >= 1 or null, got {t.micro_batch_tokens}")
-    _check(t.logprob_chunk >= 1, "trainer.logprob_chunk", f"must be >= 1, got {t.logprob_chunk}")
+    _check(t.logprob_chunk is None or t.logprob_chunk >= 1, "trainer.logprob_chunk",
+           f"must be >= 1 or null, got {t.logprob_chunk}")
     _check(t.minibatches >= 1, "trainer.minibatches", f"must be >= 1, got {t.minibatches}")
     _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm",
            f"must be > 0, got {t.max_grad_norm}")

@@ -81,13 +81,15 @@ class ActorCritic(torch.nn.Module):
     log-probabilities and the entropies, both (B, L-1) with zeros elsewhere, and the values (B,) or None.
     """
 
-    def __init__(self, policy: Any, critic: Critic | None = None, chunk: int = 1024) -> None:
+    def __init__(self, policy: Any, critic: Critic | None = None, chunk: int | None = None) -> None:
         super().__init__()
         self.policy, self.critic, self.chunk = policy, critic, chunk
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, targets: torch.Tensor,
                 mask: torch.Tensor, temperature: float = 1.0, value_index: torch.Tensor | None = None,
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        if self.chunk is None:
+            return self._whole(input_ids, attention_mask, targets, temperature, value_index)
         hidden = self.policy.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         picked = mask.bool()
         logprobs, entropies = chunked_logprobs(self.policy.get_output_embeddings(), hidden[:, :-1][picked],
@@ -102,6 +104,22 @@ class ActorCritic(torch.nn.Module):
             return full_lp, full_ent, None
         shared = hidden if self.critic.backbone is None else None
         return full_lp, full_ent, self.critic(input_ids, attention_mask, value_index, shared)
+
+    def _whole(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, targets: torch.Tensor,
+               temperature: float, value_index: torch.Tensor | None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``chunk=None``: the full logits at every position in one pass (small models: the tiny scale's figures
+        were measured so)."""
+        from gem_train.algorithms.losses import entropy, token_logprobs
+
+        shared = self.critic is not None and value_index is not None and self.critic.backbone is None
+        out = self.policy(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=shared)
+        logits = out.logits[:, :-1]
+        logprobs, entropies = token_logprobs(logits, targets, temperature), entropy(logits.detach(), temperature)
+        if self.critic is None or value_index is None:
+            return logprobs, entropies, None
+        hidden = out.hidden_states[-1] if shared else None
+        return logprobs, entropies, self.critic(input_ids, attention_mask, value_index, hidden)
 
 
 def chunked_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float,
