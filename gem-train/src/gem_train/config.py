@@ -113,6 +113,11 @@ class TinyModelConfig:
     vocab_size: int = 1024
     # episodes of random play whose observations train the tokenizer
     corpus_episodes: int = 64
+    # qwen2 (transformers' and vLLM's Qwen2 classes) or qwen3 (Qwen3's, as the paper's models: scale=paper_sim)
+    architecture: str = "qwen2"
+    # rows of the embedding and the output head (null: the tokenizer's size); Qwen3's 151936 at scale=paper_sim,
+    # so the learner's and the sampler's full-vocabulary costs are the paper's
+    embedding_rows: int | None = None
 
 
 @dataclass
@@ -350,6 +355,10 @@ def validate(cfg: TrainConfig) -> None:
     _check(bool(cfg.env.id), "env.id", "must name an env")
     from gem_train.algorithms.registry import ALGORITHMS  # the one registry the trainer builds from, too
 
+    _check(m.tiny.architecture in ("qwen2", "qwen3"), "model.tiny.architecture",
+           f"must be qwen2 or qwen3, got {m.tiny.architecture!r}")
+    _check(m.tiny.embedding_rows is None or m.tiny.embedding_rows >= m.tiny.vocab_size, "model.tiny.embedding_rows",
+           f"must be at least model.tiny.vocab_size ({m.tiny.vocab_size}) or null, got {m.tiny.embedding_rows}")
     _check(a.name in ALGORITHMS, "algo.name", f"must be one of {', '.join(ALGORITHMS)}, got {a.name!r}")
     algorithm = ALGORITHMS[a.name]
     _check(0.0 <= a.gamma <= 1.0, "algo.gamma", f"a discount must lie in [0, 1], got {a.gamma}")

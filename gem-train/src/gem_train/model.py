@@ -55,7 +55,7 @@ def build_tiny_model(
     A folder that already holds a built model is reused (the build is deterministic in
     its arguments, which ``gem_train_build.json`` records).
     """
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
     cfg = cfg or TinyModelConfig()
     out = Path(out_dir)
@@ -65,8 +65,13 @@ def build_tiny_model(
         return out
     texts = env_corpus(make_env, cfg.corpus_episodes, seed=seed) + list(extra_texts or [])
     tok = train_chat_tokenizer(texts, vocab_size=cfg.vocab_size)
-    config = Qwen2Config(
-        vocab_size=len(tok),
+    qwen3 = cfg.architecture == "qwen3"
+    config_class, model_class = (Qwen3Config, Qwen3ForCausalLM) if qwen3 else (Qwen2Config, Qwen2ForCausalLM)
+    # Qwen3 names its head width itself (it is not hidden_size / heads in the real models)
+    extra = {"head_dim": cfg.hidden_size // cfg.num_heads} if qwen3 else {}
+    config = config_class(
+        **extra,
+        vocab_size=max(len(tok), cfg.embedding_rows or 0),
         hidden_size=cfg.hidden_size,
         intermediate_size=cfg.intermediate_size,
         num_hidden_layers=cfg.num_layers,
@@ -79,7 +84,7 @@ def build_tiny_model(
         pad_token_id=tok.pad_token_id,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config)
+    model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
