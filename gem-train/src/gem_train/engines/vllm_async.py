@@ -59,7 +59,8 @@ class VLLMAsyncEngine(VLLMEngine):
         so it draws the same tokens whichever requests it shares decode steps with."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
-        self._inbox.put((f"gem-{next(self._ids)}", prompt, sampling_params(sampling, seed), loop, future))
+        params = sampling_params(sampling, seed, self.stop_ids)
+        self._inbox.put((f"gem-{next(self._ids)}", prompt, params, loop, future))
         return await future
 
     def load_weights(self, state_dict: dict[str, Any]) -> None:
