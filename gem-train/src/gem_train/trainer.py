@@ -344,6 +344,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     process group here; only rank 0's summary holds evaluations and curves.
     """
     checkpoint = check_run(cfg)  # before minutes of model building, not after
+    check_memory(cfg)
     if checkpoint is not None and int(load_trainer_state(checkpoint).get("iteration", 0)) >= cfg.trainer.iterations:
         return _finished(cfg, checkpoint)
     if cfg.trainer.threads and cfg.rollout.engine not in VLLM_ENGINES:
@@ -356,6 +357,18 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     finally:
         if joined:
             distributed.shutdown()
+
+
+def check_memory(cfg: TrainConfig) -> None:
+    """On a GPU, the memory plan (:mod:`gem_train.plan`) first: a config that cannot fit stops here, naming the
+    fields to change, not after minutes of loading and an out-of-memory error."""
+    if resolve_device(cfg.trainer.device) != "cuda":
+        return
+    from gem_train.plan import report
+
+    text, fits = report(cfg, torch.cuda.get_device_properties(0).total_memory)
+    if not fits:
+        raise ConfigError(f"the memory plan does not fit this GPU (python -m gem_train.plan shows it):\n{text}")
 
 
 def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:

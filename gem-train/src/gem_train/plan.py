@@ -1,0 +1,171 @@
+"""A memory plan before the run: what one GPU holds for a config, from the model's ``config.json`` alone.
+
+    python -m gem_train.plan experiment=paper_games model.path=/models/Qwen3-1.7B-Base [gpu_memory=80GiB] [gpus=1]
+
+Reads the model's shape (no weights are loaded; ``model=tiny`` uses the shape it would build), and prints, per
+GPU, what the learner keeps (float32 master weights, their gradients, AdamW's two moments, autocast's copies in the
+compute dtype), the activations of one micro-batch at the token budget (every layer's, or with gradient checkpointing
+the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
+sampler keeps through the update (vLLM's ``gpu_memory_utilization`` share: it does not sleep yet; the HF engine's
+weights and KV cache); then the step's token counts. Exits 1, naming the fields to change, when the total does not
+fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
+
+The learner is data-parallel (DDP): every GPU holds the whole model and optimizer, so ``gpus`` divides the batch,
+not the memory (FSDP is not built yet). These are estimates from the shapes (within some 10 %: allocator slack,
+CUDA context and temporaries are not counted), meant to tell a config that cannot fit from one that may.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GiB = 1 << 30
+_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.I)
+#: the engines whose memory is vLLM's reserved share
+_VLLM = ("vllm", "vllm_async")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the plan needs of a decoder-only transformer."""
+
+    hidden: int
+    layers: int
+    intermediate: int
+    vocab: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    tied: bool
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Shape:
+        text = config.get("text_config") or config
+        hidden, heads = int(text["hidden_size"]), int(text["num_attention_heads"])
+        return cls(hidden, int(text["num_hidden_layers"]), int(text["intermediate_size"]), int(text["vocab_size"]),
+                   heads, int(text.get("num_key_value_heads") or heads), int(text.get("head_dim") or hidden // heads),
+                   bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))))
+
+    @property
+    def parameters(self) -> int:
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        layer = h * q + 2 * h * kv + q * h + 3 * h * self.intermediate + 2 * h + 2 * self.head_dim
+        head = 0 if self.tied else self.vocab * h
+        return self.vocab * h + self.layers * layer + h + head
+
+
+def parse_size(text: str) -> int:
+    """``80GiB``, ``80GB``, ``80`` (GiB), ``512MiB`` -> bytes."""
+    match = _SIZE.match(str(text))
+    if match is None:
+        raise ValueError(f"gpu_memory={text!r}: give a size such as 80GiB or 141GB")
+    value, unit = float(match.group(1)), (match.group(2) or "GiB").lower()
+    scale = {"gib": GiB, "g": GiB, "gb": 10**9, "mib": 1 << 20, "m": 1 << 20, "mb": 10**6}[unit]
+    return int(value * scale)
+
+
+def model_shape(cfg: Any) -> Shape:
+    """The shape of the model ``cfg`` trains: its folder's config.json, or the tiny model it would build."""
+    m = cfg.model
+    if m.name == "hf":
+        path = Path(str(m.path)) / "config.json"
+        if not path.is_file():
+            raise ValueError(f"model.path: no config.json at {path} (the plan reads the shape only, no weights)")
+        return Shape.from_config(json.loads(path.read_text()))
+    t = m.tiny
+    return Shape(t.hidden_size, t.num_layers, t.intermediate_size, max(t.vocab_size, t.embedding_rows or 0),
+                 t.num_heads, t.num_kv_heads, t.hidden_size // t.num_heads, True)
+
+
+def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]], list[str]]:
+    """``(rows, fixes)``: the bytes per GPU of each part, and the fields to change when they do not fit."""
+    shape, t, r = model_shape(cfg), cfg.trainer, cfg.rollout
+    p, compute = shape.parameters, _BYTES[cfg.model.dtype]
+    tokens = t.micro_batch_tokens or t.micro_batch_size * cfg.model.max_model_len
+    per_layer = tokens * (6 * shape.hidden + 3 * shape.intermediate) * compute  # one layer's saved activations
+    boundaries = tokens * shape.hidden * compute * shape.layers
+    activations = boundaries + per_layer if t.gradient_checkpointing else per_layer * shape.layers
+    positions = min(t.logprob_chunk, tokens) if t.logprob_chunk else tokens
+    logits = positions * shape.vocab * 4 * 3  # fp32 logits, their log-softmax and its exp for the entropy
+    rows = [("master weights (float32)", 4 * p), ("gradients (float32)", 4 * p), ("AdamW moments (float32)", 8 * p)]
+    if compute != 4:
+        rows.append((f"autocast copies ({cfg.model.dtype})", compute * p))
+    rows += [(f"activations, {tokens} tokens" + (" (checkpointed)" if t.gradient_checkpointing else ""),
+              activations), (f"log-probs, {positions} positions x {shape.vocab} vocabulary", logits)]
+    if r.engine in _VLLM:
+        rows.append((f"sampler: vLLM's share ({r.vllm.gpu_memory_utilization:g} of the GPU)",
+                     int(r.vllm.gpu_memory_utilization * gpu_memory)))
+    else:
+        kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency * cfg.model.max_model_len
+        rows.append(("sampler: HF engine's weights and KV cache", compute * p + kv))
+    fixes = []
+    if sum(b for _, b in rows) > gpu_memory:
+        if not t.gradient_checkpointing:
+            fixes.append("trainer.gradient_checkpointing=true")
+        if not t.logprob_chunk:
+            fixes.append("trainer.logprob_chunk=1024")
+        if activations + logits > gpu_memory / 8:
+            fixes.append(f"trainer.micro_batch_tokens (now {tokens} tokens per forward/backward)")
+        if r.engine in _VLLM:
+            fixes.append(f"rollout.vllm.gpu_memory_utilization (now {r.vllm.gpu_memory_utilization:g}: vLLM keeps its "
+                         "share through the update, it does not sleep yet)")
+        fixes.append("a larger GPU (gpu_memory=...); more GPUs do not help yet: the learner is DDP, not FSDP")
+    return rows, fixes
+
+
+def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
+    """The plan as text, and whether it fits."""
+    rows, fixes = plan(cfg, gpu_memory, gpus)
+    shape = model_shape(cfg)
+    total = sum(b for _, b in rows)
+    r = cfg.rollout
+    turns = r.turns_per_iter or r.episodes_per_iter
+    lines = [f"memory plan per GPU ({gpus} GPU{'s' if gpus > 1 else ''}, {gpu_memory / GiB:.0f} GiB each): "
+             f"{shape.parameters / 1e9:.2f}B parameters, {shape.layers} layers, hidden {shape.hidden}, "
+             f"vocabulary {shape.vocab}"]
+    lines += [f"  {name:<60} {size / GiB:8.2f} GiB" for name, size in rows]
+    lines.append(f"  {'total':<60} {total / GiB:8.2f} GiB of {gpu_memory / GiB:.0f} GiB")
+    lines.append(f"a step: about {turns} turns of up to {r.max_tokens} response tokens "
+                 f"({turns * r.max_tokens} response tokens; prompts up to {cfg.model.max_model_len} tokens each), "
+                 f"{-(-turns // gpus)} turns per GPU")
+    fits = not fixes
+    lines.append("fits" if fits else "does not fit; change: " + "; ".join(fixes))
+    return "\n".join(lines), fits
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    gpu_memory, gpus, overrides = 80 * GiB, 1, []
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key == "gpu_memory":
+            gpu_memory = parse_size(value)
+        elif key == "gpus":
+            gpus = int(value)
+            if gpus < 1:
+                raise SystemExit("gem_train.plan: gpus must be >= 1")
+        else:
+            overrides.append(arg)
+    from hydra import compose, initialize_config_module
+
+    from gem_train.cli import to_train_config
+
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        cfg = to_train_config(compose("config", overrides=overrides))
+    try:
+        text, fits = report(cfg, gpu_memory, gpus)
+    except ValueError as exc:
+        raise SystemExit(f"gem_train.plan: {exc}") from None
+    print(text)
+    return 0 if fits else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
