@@ -254,7 +254,9 @@ def test_a_resumed_torchrun_run_repeats_an_uninterrupted_one(tmp_path):
     assert [r["iteration"] for r in read_metrics(split / "metrics.jsonl")] == [1, 2, 3]
     _compare_runs(whole, split)
     critics = [torch.load(run / "checkpoints" / "iter_000003" / "critic.pt") for run in (whole, split)]
-    assert all(torch.equal(critics[0][k], critics[1][k]) for k in critics[0])
+    # as the policy's weights above: equal up to rounding noise (how the engine batches requests depends on timing,
+    # and a padded batch's logits move by ulps with its composition; under load this once made them differ)
+    assert all(torch.allclose(critics[0][k], critics[1][k], atol=1e-4) for k in critics[0])
     assert critics[0]["head.weight"].abs().sum() > 0
 
 
