@@ -8,7 +8,8 @@ site-packages are visible.
 Steps: mount a tmpfs as the new root; bind the allowed host dirs read-only, hide the
 site-packages dirs inside them under empty tmpfs, bind the allowed packages; add /proc,
 a few device nodes and a size-limited /tmp holding the run's files; pivot into it;
-then fork the program with its rlimits under an unprivileged uid, and stay pid 1 to
+then fork the program with its rlimits and seccomp filter (the plan's, see seccomp.py)
+under an unprivileged uid, and stay pid 1 to
 reap orphans until the program exits. When pid 1 exits the kernel kills every
 process left in the namespace.
 """
@@ -24,7 +25,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 SYS_PIVOT_ROOT = 155  # x86_64
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 PR_CAPBSET_DROP = 24
 # statvfs flags that a read-only remount must keep (they are locked in user namespaces)
@@ -106,6 +107,19 @@ def pivot(root):
     mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install_filter(program):
+    """Install a seccomp filter (a ``struct sock_filter`` array); needs no_new_privs already set."""
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
 def exec_program(plan):
     for name, value in plan["rlimits"].items():
         resource.setrlimit(getattr(resource, name), tuple(value))
@@ -118,6 +132,8 @@ def exec_program(plan):
     # without ambient caps, exec as a non-zero uid leaves the program with none
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if plan["seccomp"]:  # after no_new_privs: without it an unprivileged process may install none
+        install_filter(base64.b64decode(plan["seccomp"]))
     os.chdir(plan["workdir"])
     os.setsid()
     try:

@@ -18,10 +18,9 @@ value, scheduling policy or CPU affinity with prlimit/setpriority/sched_setaffin
 every later run would inherit. So the zygote records that state when it starts, checks it
 before every "ready" and exits when a run changed it, and each run sets all of it for
 itself (every rlimit, not only the plan's). The zygote is not dumpable (no ptrace, no
-/proc/PID/mem). The kernel's keyrings outlive processes (a uid's user and persistent
-keyrings, and the per-uid records in /proc/key-users that even clearing them creates), so
-add_key, request_key and keyctl are refused (EPERM) by a seccomp filter the zygote installs
-on itself before its first run, inherited by every run. The wipe of the work dir is
+/proc/PID/mem). The kernel's keyrings outlive processes, so the zygote runs under the
+sandbox's seccomp filter (seccomp.py, installed by the backend) that refuses add_key,
+request_key and keyctl, and so does every run it forks. The wipe of the work dir is
 bounded by entries, depth and time: a run that leaves more costs a fresh zygote.
 
 Messages (JSON, one per packet): out ``{"ready": true}``; in ``run`` with four fds (the
@@ -31,7 +30,6 @@ plan as a memfd, stdin, stdout, stderr); out ``{"pid": N}`` with a pidfd; out
 
 import base64
 import ctypes
-import errno
 import gc
 import json
 import os
@@ -58,10 +56,9 @@ for _name in sys.argv[2].split(",") if len(sys.argv) > 2 else ():
 
 gc.freeze()  # what is imported stays shared with the runs' forks, untouched by their collections
 
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 4, 36, 38, 22
-SECCOMP_MODE_FILTER = 2
-#: per architecture: the seccomp audit arch and the numbers of add_key, request_key, keyctl
-_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+#: ioprio_get's number per machine, and its "this process" (IOPRIO_WHO_PROCESS, 0)
+_SYS_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
 WORKDIR = "/tmp"
 #: the most entries one wipe removes, how deep it goes, and for how long: a run that leaves more
 #: (19,000 nested directories made one wipe take 5 s) costs a fresh zygote
@@ -79,39 +76,10 @@ _RLIMITS = sorted({getattr(resource, n) for n in dir(resource) if n.startswith("
 
 def _inherited():
     """What a forked run inherits that a run can change in its zygote: every rlimit, the nice value, the
-    scheduling policy and the CPU affinity."""
+    scheduling policy, the CPU affinity and the I/O priority (ioprio_set works on any process of the uid)."""
+    ioprio = _libc.syscall(_SYS_IOPRIO_GET, 1, 0) if _SYS_IOPRIO_GET is not None else None
     return ({r: resource.getrlimit(r) for r in _RLIMITS}, os.getpriority(os.PRIO_PROCESS, 0),
-            os.sched_getscheduler(0), frozenset(os.sched_getaffinity(0)))
-
-
-def _block_keyrings():
-    """Install a seccomp filter that makes add_key, request_key and keyctl fail with EPERM (another
-    architecture's syscalls kill the process); True when it is in place."""
-    arch = _KEY_SYSCALLS.get(os.uname().machine)
-    if arch is None:
-        return False
-    audit_arch, numbers = arch
-    ld_abs, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
-    allow, kill, eperm = 0x7FFF0000, 0x80000000, 0x00050000 | errno.EPERM
-    program = [(ld_abs, 0, 0, 4), (jeq, 1, 0, audit_arch), (ret, 0, 0, kill), (ld_abs, 0, 0, 0)]
-    if audit_arch == 0xC000003E:  # x32 calls on x86_64 carry bit 30: refuse them all
-        program += [(0x35, 0, 1, 0x40000000), (ret, 0, 0, kill)]  # BPF_JMP|BPF_JGE|BPF_K
-    for i, number in enumerate(numbers):
-        program.append((jeq, len(numbers) - i, 0, number))
-    program += [(ret, 0, 0, allow), (ret, 0, 0, eperm)]
-
-    class Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                    ("k", ctypes.c_uint)]
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
-
-    filters = (Filter * len(program))(*[Filter(*line) for line in program])
-    fprog = Program(len(program), filters)
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return False
-    return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+            os.sched_getscheduler(0), frozenset(os.sched_getaffinity(0)), ioprio)
 
 
 def _keep_set():
@@ -266,8 +234,6 @@ def _serve():
                 signal.SIGALRM, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGTSTP, signal.SIGTTIN,
                 signal.SIGTTOU, signal.SIGVTALRM, signal.SIGPROF):  # fmt: skip
         signal.signal(sig, signal.SIG_IGN)
-    if not _block_keyrings():
-        os._exit(3)  # without the filter a run could leave keys for the next: the cold path is used
     _send({"ready": True})
     while True:
         data, fds, _, _ = socket.recv_fds(_CTRL, 1024, 8)
@@ -318,7 +284,7 @@ def _enter(plan, fds):
     os.setsid()
     # all of it, not only what the plan names: the plan's limits, every other one as the zygote started with,
     # its nice value, scheduling policy and CPU affinity
-    limits, nice, policy, cpus = _START
+    limits, nice, policy, cpus, _ioprio = _START  # the I/O priority: the zygote's, checked unchanged
     wanted = dict(limits)
     for name, value in plan["rlimits"].items():
         wanted[getattr(resource, name)] = tuple(value)

@@ -8,6 +8,9 @@ Limits: ``RLIMIT_NPROC`` is ignored for root, so a root caller's runs execute un
 an unprivileged uid, a fresh random one per run, so that concurrent runs never count
 against (or signal) each other. A non-root caller's runs keep its uid on the host and
 appear as uid 65534 inside their user namespace.
+
+Every process of the bwrap and unshare backends (runs, warm zygotes, helpers) runs under
+:func:`gem_tools.sandbox.seccomp.keyring_filter`: the kernel's keyrings would outlive them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 
 from gem_tools.sandbox.layout import DEVICES, WORKDIR, Interpreter, system_entries
 from gem_tools.sandbox.limits import Limits
+from gem_tools.sandbox.seccomp import filter_fd, keyring_filter
 
 NOBODY = 65534
 _INIT = str(Path(__file__).with_name("_unshare_init.py"))
@@ -190,6 +194,10 @@ class BwrapBackend(Backend):
             argv += _parents(f"{WORKDIR}/{name}", made, perms="1777")
             argv += ["--perms", "0666", "--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--chdir", WORKDIR]
+        seccomp = filter_fd()
+        if seccomp is not None:  # installed by bwrap just before it executes the command below
+            fds.append(seccomp)
+            argv += ["--seccomp", str(seccomp)]
         if uid is not None:
             argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
                      "--inh-caps=-all", "--bounding-set=-all", "--"]
@@ -251,6 +259,7 @@ class UnshareBackend(Backend):
             "uid": uid,
             "gid": gid,
             "rlimits": _rlimits(job.limits),
+            "seccomp": base64.b64encode(keyring_filter() or b"").decode(),
             "argv": job.argv,
             "env": job.env,
         }

@@ -36,6 +36,7 @@ from gem_tools.sandbox.backends import Backend, Job, Launch, _rlimits
 from gem_tools.sandbox.layout import Interpreter
 from gem_tools.sandbox.limits import CEILINGS, Limits
 from gem_tools.sandbox.runner import Process, kill_uid
+from gem_tools.sandbox.seccomp import keyring_filter
 
 _SOURCE = Path(__file__).with_name("_zygote.py").read_text(encoding="utf-8")
 #: idle zygotes kept per pool; one freed while this many wait is stopped
@@ -170,6 +171,8 @@ def preload_names(interpreter: Interpreter) -> list[str]:
 
 async def spawn(backend: Backend, interpreter: Interpreter, env: dict[str, str], tmp_size: int) -> Zygote:
     """Start a zygote in ``backend``'s isolation and wait until it is ready."""
+    if keyring_filter() is None:  # runs of one zygote share its uid's keyrings: never without the filter
+        raise WarmUnavailable(f"no keyring filter for this machine ({os.uname().machine})")
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     argv = [interpreter.executable, "-s", "-c", _SOURCE, str(theirs.fileno()), ",".join(preload_names(interpreter))]
     launch: Launch = backend.launch(Job(argv, {}, env, Limits(tmp_size=tmp_size, **_ZYGOTE_LIMITS), interpreter))
