@@ -151,10 +151,8 @@ def test_a_dirty_zygote_does_not_hold_the_next_run(warm, monkeypatch):
             os.mkdir('d')
             os.chdir('d')
     """)  # fmt: skip
-    started = time.monotonic()
     assert run(warm, "import os; print(os.listdir('/tmp'))") == "['main.py']"
-    took = time.monotonic() - started
-    assert waits and all(waited <= fresh for waited, fresh in waits)  # never the reply timeout (5 s)
-    assert took < warm_module.REPLY_TIMEOUT / 2, took
+    # what acquire waited is asserted, not the wall clock (tests assert no times): never the reply timeout (5 s)
+    assert waits and all(waited <= fresh for waited, fresh in waits)
     # the zygote that took the deep tree gave up its wipe (too deep) and exited: it serves no run again
     assert all(z.popen.pid != dirty or z.popen.poll() is not None for z in warm._pool().idle)
