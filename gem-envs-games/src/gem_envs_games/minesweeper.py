@@ -25,7 +25,7 @@ from collections import deque
 from functools import lru_cache
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame
+from gem_envs_games.base import Outcome, TurnGame, reference_alias
 from gem_envs_games.board import render_grid
 
 _MOVE = re.compile(r"^\s*([a-zA-Z]+)[\s,:(\[]+(\d{1,6})[\s,]+(\d{1,6})[\s)\]]*$")
@@ -71,6 +71,12 @@ class MinesweeperEnv(TurnGame):
     side 5-10 with a fifth of its cells mined and one turn per cell, enough to reveal
     every safe cell one by one.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    grid = reference_alias("counts")  # -1 for a mine, else the count of mines around, as the reference
+    #: whether the mines are still to be laid (they are at the first reveal)
+    first_reveal = property(lambda self: not self.mines)
+
 
     format_error = "no command like \\boxed{reveal R C} found."
 

@@ -22,7 +22,7 @@ import string
 from typing import Any
 
 from gem_envs_games import words
-from gem_envs_games.base import Outcome, TurnGame
+from gem_envs_games.base import Outcome, TurnGame, reference_alias
 from gem_envs_games.board import render_grid
 
 _GUESS = re.compile(r"^[\s\[(]*(\d{1,6})[\s,)(]+(\d{1,6})[\s,)(\]\[-]+(\d{1,6})[\s,)(]+(\d{1,6})[\s)\]]*$")
@@ -72,6 +72,11 @@ class WordSearchEnv(TurnGame):
     any setting None (GEM's random preset) every episode draws ``hardcore`` and uses 5
     words and 20 turns.
     """
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
+    correct_words = reference_alias("found", set, list)
+    game_board = reference_alias("grid")
+
 
     format_error = "no guess like \\boxed{1 1 1 5} found."
 
