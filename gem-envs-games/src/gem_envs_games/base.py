@@ -167,6 +167,10 @@ class TurnGame(gem.Env):
         the board as it is now, if the game has one, and the prompt for the next move."""
         raise NotImplementedError
 
+    def get_task_suffix(self) -> str:
+        """The reference package's name for :meth:`task_suffix` (scripts written against it call this)."""
+        return self.task_suffix()
+
     def last_turn_note(self) -> str:
         """Appended to the feedback of the move that used the last turn (no suffix
         follows it: include what the player should see)."""

@@ -110,6 +110,14 @@ class CrosswordsEnv(TurnGame):
     every episode draws ``hardcore`` and uses 3 words and 20 turns.
     """
 
+    # the reference package's names for this game's state, views of ``words`` and ``letter_cells``
+    #: ``{WORD: clue}``
+    clues = property(lambda self: {word: clue for word, clue, *_ in self.words})
+    #: ``{WORD: (row, col, "across" | "down")}``, (row, col) the word's first cell
+    placed_words = property(lambda self: {word: (row, col, way) for word, _, row, col, way in self.words})
+    #: how many cells take a letter
+    total_letter_cells = property(lambda self: len(self.letter_cells))
+
     format_error = "no move like \\boxed{row column letter} found."
 
     def __init__(self, hardcore: bool | None = False, max_turns: int | None = 100, num_words: int | None = 5) -> None:

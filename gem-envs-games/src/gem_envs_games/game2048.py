@@ -93,7 +93,6 @@ class Game2048Env(DirectionGame):
     max_tile_achieved = reference_alias("best")
     init_max_tile_achieved = reference_alias("start_max")
 
-
     format_error = "no move found. Answer like \\boxed{left}."
     directions = DIRECTIONS
 

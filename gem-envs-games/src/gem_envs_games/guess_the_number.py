@@ -74,7 +74,6 @@ class GuessTheNumberEnv(GuessingGame):
     game_number = reference_alias("secret")
     previous_guesses = reference_alias("guesses", set, list)
 
-
     format_error = "no whole number found in \\boxed{}."
 
     def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20) -> None:

@@ -48,7 +48,14 @@ class HangmanEnv(TurnGame):
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     secret_word = reference_alias("secret")
     guessed_letters = reference_alias("guessed", set, list)
+    #: the secrets this episode's word was drawn from (lower case; a copy)
+    available_words = property(lambda self: list(words.secret_words(self.word_length, self.hardcore)))
 
+    @property
+    def board(self) -> list[str]:
+        """The word as the player sees it, the reference's way: one entry per letter, ``"_"`` until guessed."""
+        guessed = self.guessed
+        return [ch if ch in guessed else "_" for ch in self.secret]
 
     format_error = "no letter or word found in \\boxed{}."
 
@@ -111,7 +118,7 @@ class HangmanEnv(TurnGame):
         return f" That was your last turn: the word was {self.secret}."
 
     def _render(self) -> str:
-        return " ".join(ch if ch in self.guessed else "_" for ch in self.secret)
+        return " ".join(self.board)
 
     def task_suffix(self) -> str:
         tried = " ".join(self.guessed) or "none"

@@ -85,8 +85,16 @@ class MastermindEnv(GuessingGame):
 
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     game_code = reference_alias("code", list, list)
-    previous_guesses = reference_alias("guesses", lambda gs: {tuple(g) for g in gs}, lambda gs: [list(g) for g in gs])
+    milestone = reference_alias("best_black")  # the most black pegs one guess has earned so far
 
+    @property
+    def previous_guesses(self) -> set[tuple[int, ...]]:
+        """The reference's name and type (a set of tuples) for ``guesses``."""
+        return set(self._guessed)
+
+    @previous_guesses.setter
+    def previous_guesses(self, guesses: Any) -> None:
+        self._set_guesses(guesses)
 
     format_error = "no digits found in \\boxed{}."
 
@@ -201,12 +209,16 @@ class MastermindEnv(GuessingGame):
             "best_black": self.best_black,
         }
 
+    def _set_guesses(self, guesses: Any) -> None:
+        # the list and the set used for repeat checks change together (assigning only one let a repeat pass)
+        self.guesses = [list(g) for g in guesses]
+        self._guessed = set(map(tuple, self.guesses))
+
     def load_game_state(self, state: dict[str, Any]) -> None:
         self.code_length, self.num_numbers = state["code_length"], state["num_numbers"]
         self._codes = None
         self.code = list(state["code"])
-        self.guesses = [list(g) for g in state["guesses"]]
-        self._guessed = set(map(tuple, self.guesses))
+        self._set_guesses(state["guesses"])
         self.best_black = state["best_black"]
 
 

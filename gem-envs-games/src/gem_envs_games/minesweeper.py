@@ -74,9 +74,8 @@ class MinesweeperEnv(TurnGame):
 
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     grid = reference_alias("counts")  # -1 for a mine, else the count of mines around, as the reference
-    #: whether the mines are still to be laid (they are at the first reveal)
-    first_reveal = property(lambda self: not self.mines)
-
+    #: whether the next reveal is the first (the mines are laid then); with no mines to lay, too
+    first_reveal = property(lambda self: self.revealed_count == 0)
 
     format_error = "no command like \\boxed{reveal R C} found."
 

@@ -25,6 +25,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from gem_envs_games.base import DirectionGame, Outcome, at_least
 
 #: ((rows, cols), num_boxes, max_turns) drawn per episode when a setting is None (GEM's random preset)
@@ -96,6 +98,42 @@ class SokobanEnv(DirectionGame):
 
     format_error = "no move found. Answer like \\boxed{up}."
     directions = tuple(STEPS)
+
+    # -- the reference package's names: views of walls, goals, boxes and player ---------
+    #: the four moves, in the reference's order
+    action_space = property(lambda self: list(self.directions))
+
+    @property
+    def room_fixed(self) -> np.ndarray:
+        """The level without its movable parts, the reference's codes: 0 wall, 1 floor, 2 goal (a new array)."""
+        room = np.ones(self.dim_room, dtype=np.int64)
+        for cells, code in ((self.walls, 0), (self.goals, 2)):
+            for r, c in cells:
+                room[r, c] = code
+        return room
+
+    @property
+    def room_state(self) -> np.ndarray:
+        """The level as it is now, the reference's codes: 0 wall, 1 floor, 2 empty goal, 3 box on a goal,
+        4 box, 5 player (on a goal too, as the reference); a new array: assign ``player_position`` to move."""
+        room = self.room_fixed
+        for r, c in self.boxes:
+            room[r, c] = 3 if (r, c) in self.goals else 4
+        room[self.player] = 5
+        return room
+
+    @property
+    def player_position(self) -> np.ndarray:
+        """``array([row, col])`` of the player, as the reference holds it."""
+        return np.array(self.player)
+
+    @player_position.setter
+    def player_position(self, position: Any) -> None:
+        cell = (int(position[0]), int(position[1]))
+        if not (0 <= cell[0] < self.dim_room[0] and 0 <= cell[1] < self.dim_room[1]) or cell in self.walls \
+                or cell in self.boxes:
+            raise ValueError(f"the player cannot stand on {cell}: off the room, a wall or a box")
+        self.player = cell
 
     def __init__(
         self,

@@ -155,7 +155,6 @@ class SudokuEnv(TurnGame):
     full_grid = reference_alias("solution")
     init_num_empty = reference_alias("empty_at_start")
 
-
     format_error = "no move found. Answer like \\boxed{1 3 4}."
 
     def __init__(self, clues: int | None = 30, max_turns: int | None = 100, scale: int | None = 9) -> None:

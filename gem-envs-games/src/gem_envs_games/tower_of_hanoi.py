@@ -74,7 +74,6 @@ class TowerofHanoiEnv(TurnGame):
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     board = reference_alias("towers")
 
-
     format_error = "no move found. Answer like \\boxed{A C}."
 
     def __init__(self, num_disks: int | None = 3, max_turns: int | None = 100) -> None:

@@ -27,7 +27,7 @@ import re
 from collections import deque
 from typing import Any
 
-from gem_envs_games.base import Outcome, TurnGame, at_least
+from gem_envs_games.base import Outcome, TurnGame, at_least, reference_alias
 from gem_envs_games.wikigame_zim import WikiPage, ZimWiki, tiny_zim
 
 PREV = "<PREV_PAGE>"
@@ -40,6 +40,17 @@ class WikiGameEnv(TurnGame):
     """Navigate articles by links; see the module docstring."""
 
     format_error = "no page title found in \\boxed{}."
+
+    # the reference package's names for this game's state (gem_envs_games.base.reference_alias): the pages
+    # are read from the backend by the ids we keep, never a second copy
+    trawler = reference_alias("wiki")
+    page_summary_length = reference_alias("summary_length")
+    page_summary_length_unit = reference_alias("summary_unit")
+    start_page = property(lambda self: self._page_or_none(self.start))
+    target_page = property(lambda self: self._page_or_none(self.target))
+    current_page = property(lambda self: self._page_or_none(self.current))
+    #: the pages a move back returns through, the start first
+    page_history = property(lambda self: [self.page(page_id) for page_id in self.history])
 
     # the reference's positional order; zim_path (ours) is keyword-only after it
     def __init__(self, max_turns: int = 10, backend: str = "zim", trawler_kwargs: dict[str, Any] | None = None,
@@ -69,6 +80,28 @@ class WikiGameEnv(TurnGame):
         self.history: list[str] = []
         self.backtracked = False
         self.memory: list[str] = []
+        # (start, target) for the next episode instead of a draw: _reset_fixed_page's
+        self._fixed: tuple[WikiPage, WikiPage] | None = None
+
+    def _reset_fixed_page(self, start_page_title: str, target_page_title: str,
+                          seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        """The reference's hook (its own WikiGame tests use it): a new episode from one page to another, given
+        by title or id (spaces may stand for underscores)."""
+        self._fixed = (self._page_titled(start_page_title), self._page_titled(target_page_title))
+        try:
+            return self.reset(seed)
+        finally:
+            self._fixed = None
+
+    def _page_titled(self, title: str) -> WikiPage:
+        for page_id in dict.fromkeys((title, title.replace(" ", "_"))):
+            page = self.wiki.get_page(page_id)
+            if page is not None:
+                return page
+        raise ValueError(f"WikiGame: no page {title!r} in the backend")
+
+    def _page_or_none(self, page_id: str) -> WikiPage | None:
+        return self.page(page_id) if page_id else None  # none before the first reset
 
     # -- pages ------------------------------------------------------------------------
     def page(self, page_id: str) -> WikiPage:
@@ -95,15 +128,16 @@ class WikiGameEnv(TurnGame):
         if self.variant == "eidetic":
             self.memory = list(dict.fromkeys([*self.memory, *page.links]))
 
-    # -- TurnGame hooks ---------------------------------------------------------------
-    def new_episode(self) -> str:
-        start = target = None
+    def _draw_pages(self) -> tuple[WikiPage, WikiPage]:
         for _ in range(50):
             start, target = self.wiki.random_page(self.rng), self.wiki.random_page(self.rng)
             if start is not None and target is not None and start.page_id != target.page_id:
-                break
-        else:
-            raise RuntimeError("WikiGame: the backend gave no two distinct pages with links")
+                return start, target
+        raise RuntimeError("WikiGame: the backend gave no two distinct pages with links")
+
+    # -- TurnGame hooks ---------------------------------------------------------------
+    def new_episode(self) -> str:
+        start, target = self._fixed if self._fixed is not None else self._draw_pages()
         self.start, self.target, self.history, self.backtracked, self.memory = (
             start.page_id, target.page_id, [start.page_id], False, [])
         self._visit(start)
@@ -114,7 +148,7 @@ class WikiGameEnv(TurnGame):
                 "freenav": f"You may answer \\boxed{{{PREV}}} to return to the previous page; it costs a turn."}
         return (f"You are playing the Wikipedia Game: reach the target page within {self.max_turns} turns by "
                 "following links. Each turn, move to a neighbouring page (one the current page links to) by "
-                f"answering its exact title in \\boxed{{}}, e.g. \\boxed{{{start.links[0]}}}. "
+                f"answering its exact title in \\boxed{{}}, e.g. \\boxed{{{(start.links or [target.page_id])[0]}}}. "
                 f"{back[self.variant]}\nYou start at '{start.title}'; the target page is '{target.title}'. "
                 f"Summary of the target page: {self.summary(target)}...")
 

@@ -76,7 +76,28 @@ class WordSearchEnv(TurnGame):
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     correct_words = reference_alias("found", set, list)
     game_board = reference_alias("grid")
+    #: the guesses made, as the reference lists them: (start_row, start_col, end_row, end_col)
+    attempts = reference_alias("tried", lambda tried: [(*a, *b) for a, b in tried],
+                               lambda attempts: [sorted([[r1, c1], [r2, c2]]) for r1, c1, r2, c2 in attempts])
+    #: the words the targets are drawn from (lower case; a copy)
+    word_list = property(lambda self: list(words.word_search_words(self.hardcore)))
 
+    @property
+    def placed_words(self) -> dict[str, tuple[int, int, str]]:
+        """``{WORD: (row, col, "across" | "down")}``, (row, col) the word's first cell, as the reference keeps
+        them; a word written backwards (hardcore only, which the reference lacks) gives its top or left cell."""
+        return {word: (*min(span[0], span[1]), "across" if span[0][0] == span[1][0] else "down")
+                for word, span in zip(self.targets, self.spans)}
+
+    @property
+    def highlighted_positions(self) -> set[tuple[int, int]]:
+        """The ``(row, col)`` cells of the words found so far (shown in brackets on the board)."""
+        marked: set[tuple[int, int]] = set()
+        for word, ((r1, c1), (r2, c2)) in zip(self.targets, self.spans):
+            if word in self.found:
+                dr, dc = (r2 > r1) - (r2 < r1), (c2 > c1) - (c2 < c1)
+                marked.update((r1 + dr * i, c1 + dc * i) for i in range(len(word)))
+        return marked
 
     format_error = "no guess like \\boxed{1 1 1 5} found."
 
@@ -91,7 +112,7 @@ class WordSearchEnv(TurnGame):
         self.targets: list[str] = []
         self.spans: list[list[list[int]]] = []  # per target: [[r1, c1], [r2, c2]]
         self.found: list[str] = []
-        self.attempts: list[list[int]] = []
+        self.tried: list[list[list[int]]] = []  # guesses made, as sorted [[r1, c1], [r2, c2]]
 
     # -- the episode ------------------------------------------------------------------
     def new_episode(self) -> str:
@@ -108,7 +129,7 @@ class WordSearchEnv(TurnGame):
             if any(self._generate(size) for size in range(base, base + 4)):
                 break
         self.found = []
-        self.attempts = []
+        self.tried = []
         direction = "across (left to right) or down (top to bottom)"
         if self.hardcore:
             direction = "across or down, forwards or backwards"
@@ -168,7 +189,7 @@ class WordSearchEnv(TurnGame):
         reward = 0.0
         if r1 != r2 and c1 != c2:
             feedback = f"{shown} is not a row or a column; the turn is lost."
-        elif ends in self.attempts:
+        elif ends in self.tried:
             feedback = f"you already tried {shown}; the turn is lost."
         elif word is not None and word in self.found:
             feedback = f"{word} is already found; the turn is lost."
@@ -180,7 +201,7 @@ class WordSearchEnv(TurnGame):
                 return Outcome.win(f"{feedback} Every word is found. You win!\n\n{self._render()}", reward)
         else:
             feedback = f"no listed word runs from {shown}."
-        self.attempts.append(ends)
+        self.tried.append(ends)
         return Outcome(feedback, reward)
 
     def last_turn_note(self) -> str:
@@ -194,11 +215,7 @@ class WordSearchEnv(TurnGame):
         return None
 
     def _render(self) -> str:
-        marked: set[tuple[int, int]] = set()
-        for word, ((r1, c1), (r2, c2)) in zip(self.targets, self.spans):
-            if word in self.found:
-                dr, dc = (r2 > r1) - (r2 < r1), (c2 > c1) - (c2 < c1)
-                marked.update((r1 + dr * i, c1 + dc * i) for i in range(len(word)))
+        marked = self.highlighted_positions
         return render_grid(
             [[f"[{ch}]" if (r, c) in marked else ch for c, ch in enumerate(row)] for r, row in enumerate(self.grid)]
         )
@@ -226,7 +243,7 @@ class WordSearchEnv(TurnGame):
             "targets": list(self.targets),
             "spans": [[list(end) for end in span] for span in self.spans],
             "found": list(self.found),
-            "attempts": [[list(end) for end in ends] for ends in self.attempts],
+            "attempts": [[list(end) for end in ends] for ends in self.tried],
         }
 
     def load_game_state(self, state: dict[str, Any]) -> None:
@@ -235,7 +252,7 @@ class WordSearchEnv(TurnGame):
         self.targets = list(state["targets"])
         self.spans = [[list(end) for end in span] for span in state["spans"]]
         self.found = list(state["found"])
-        self.attempts = [[list(end) for end in ends] for ends in state["attempts"]]
+        self.tried = [[list(end) for end in ends] for ends in state["attempts"]]
 
 
 def register(registry: Any) -> None:

@@ -81,7 +81,10 @@ class WordleEnv(GuessingGame):
     # the reference package's names for this game's state (gem_envs_games.base.reference_alias)
     secret_word = reference_alias("secret")
     previous_guesses = reference_alias("guesses", set, list)
-
+    #: per letter, 1 once a guess had it green (the reference's milestones; our greens as 0/1)
+    milestones = reference_alias("greens", lambda greens: [int(g) for g in greens], lambda ms: [bool(m) for m in ms])
+    #: the secrets this episode's word was drawn from (lower case; a copy)
+    available_words = property(lambda self: list(words.secret_words(self.word_length)))
 
     format_error = "no word found in \\boxed{}."
 
