@@ -340,3 +340,37 @@ def test_cpu_bound_envs_can_live_in_worker_processes(count_registry):
     assert all(tr.env_id == "test:Busy-v0" for tr in in_processes)
 
 
+
+
+def test_an_iterator_of_seeds_streams_episodes_as_slots_free():
+    """seeds as an iterator: episodes start as slots free, each trajectory goes to on_trajectory, an endless
+    stream runs until cancelled, and a finite one returns [] once done."""
+    import itertools
+
+    seen: list[int] = []
+    started: list[int] = []
+
+    def seeds():
+        for seed in itertools.count():
+            started.append(seed)
+            yield seed
+
+    async def act(observation):
+        return "\\boxed{5}"
+
+    async def main():
+        task = asyncio.ensure_future(gem.runner.run_episodes(
+            CountEnv, act, seeds=seeds(), concurrency=3,
+            on_trajectory=lambda traj: seen.append(traj.seed)))
+        while len(seen) < 7:
+            await asyncio.sleep(0.01)
+        assert len(started) - len(seen) <= 3  # never more than concurrency in flight
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+    assert sorted(seen)[:7] == list(range(7))
+    done: list[int] = []
+    assert gem.runner.run(CountEnv, act, seeds=iter(range(5)),
+                          on_trajectory=lambda traj: done.append(traj.seed)) == []
+    assert sorted(done) == list(range(5))

@@ -129,7 +129,8 @@ def test_paper_presets_compose_and_validate(preset):
     validate(cfg)
     small = preset in ("paper_games", "paper_reasoning_gym")
     assert cfg.model.hub_name == ("Qwen/Qwen3-1.7B-Base" if small else "Qwen/Qwen3-4B-Base")
-    assert (cfg.model.name, cfg.rollout.engine, cfg.algo.name) == ("hf", "vllm", "rebn")
+    assert (cfg.model.name, cfg.rollout.engine, cfg.algo.name) == ("hf", "vllm_async", "rebn")
+    assert cfg.rollout.carry_over and cfg.rollout.max_staleness == 1  # continuous batching across iterations
     assert cfg.algo.gamma == (0.9 if preset in ("paper_games", "paper_qa") else 1.0)
     t, r = cfg.trainer, cfg.rollout
     assert (t.lr, t.weight_decay, t.adam_betas, t.max_grad_norm, t.iterations) == (1e-6, 0.0, [0.9, 0.95], 1.0, 500)

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import itertools
 import threading
 import time
 import types
@@ -223,9 +224,20 @@ async def run_episodes(
     also gets an :class:`EpisodeContext` (episode index, seed, turn), e.g. to keep
     per-episode state. A policy may return ``(action, info)``: the dict is kept as the
     turn's ``policy_info`` (e.g. prompt and response token ids, sampler logprobs).
+
+    ``seeds`` given as an iterator (not a list, tuple or range) streams: an episode starts whenever one of
+    the ``concurrency`` slots frees, the iterator is read only then (it may be endless), each trajectory
+    goes to ``on_trajectory`` as it finishes and the call returns ``[]`` once the iterator is exhausted
+    and its episodes are done (a trainer keeps episodes in flight across its updates this way, cancelling
+    the call when it stops).
     """
-    seed_list = episode_seeds(num_episodes, seeds, concurrency, on_error, step_timeout=step_timeout,
-                              episode_timeout=episode_timeout)
+    streaming = isinstance(seeds, Iterator)
+    if streaming and num_episodes is not None:
+        raise ValueError("num_episodes with an iterator of seeds: the iterator decides how many episodes")
+    seed_list = seeds if streaming else episode_seeds(num_episodes, seeds, concurrency, on_error,
+                                                      step_timeout=step_timeout, episode_timeout=episode_timeout)
+    if streaming:
+        episode_seeds(0, [], concurrency, on_error, step_timeout=step_timeout, episode_timeout=episode_timeout)
     make_env = _env_factory(env, wrappers, tokenizer)
     act, wants_context = _policy_fn(policy)
     semaphore = asyncio.Semaphore(concurrency)
@@ -235,7 +247,8 @@ async def run_episodes(
     if processes is not None:
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
-        remote = ProcessEnvs(make_env, min(concurrency, len(seed_list)) or 1, processes, step_timeout, pool)
+        slots = concurrency if streaming else min(concurrency, len(seed_list)) or 1
+        remote = ProcessEnvs(make_env, slots, processes, step_timeout, pool)
         make_env = functools.partial(ProcessEnv, remote)
 
     async def play(index: int, seed: int | None, traj: Trajectory, lease: Lease) -> None:
@@ -286,18 +299,56 @@ async def run_episodes(
                 on_trajectory(traj)
             return traj
 
+    tasks: set[asyncio.Future] | list[asyncio.Future]
     with pool.installed():  # tasks copy the context they are created in
-        tasks = [asyncio.ensure_future(episode(i, s)) for i, s in enumerate(seed_list)]
+        tasks = set() if streaming else [asyncio.ensure_future(episode(i, s)) for i, s in enumerate(seed_list)]
     try:
         with _young_generation(gc_threshold):
-            return list(await asyncio.gather(*tasks))
+            if not streaming:
+                return list(await asyncio.gather(*tasks))
+            with pool.installed():
+                await _stream(episode, seed_list, concurrency, tasks)  # type: ignore[arg-type]
+            return []
     finally:
-        for task in tasks:  # after an error (on_error="raise") the other episodes stop too
+        running = list(tasks)  # a stream's set shrinks as its episodes end
+        for task in running:  # after an error (on_error="raise") the other episodes stop too
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*running, return_exceptions=True)
         host.close()
         if remote is not None:
             remote.close()
+
+
+_END = object()
+
+
+async def _stream(episode: Callable[[int, int | None], Awaitable[Trajectory]], seeds: Iterator[int | None],
+                  concurrency: int, tasks: set[asyncio.Future]) -> None:
+    """Start ``episode(index, seed)`` for each of ``seeds`` as a slot frees (at most ``concurrency`` running,
+    all in ``tasks``); the first episode that raises (``on_error="raise"``) stops the stream with its error."""
+    slots = asyncio.Semaphore(concurrency)
+    failed: list[BaseException] = []
+
+    def finished(task: asyncio.Future) -> None:
+        tasks.discard(task)
+        slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            failed.append(task.exception())  # type: ignore[arg-type]
+
+    for index in itertools.count():
+        await slots.acquire()  # then read the next seed: the iterator runs no further ahead than the episodes
+        if failed:
+            raise failed[0]
+        seed = next(seeds, _END)
+        if seed is _END:
+            break
+        task = asyncio.ensure_future(episode(index, seed))
+        tasks.add(task)
+        task.add_done_callback(finished)
+    while tasks:
+        await asyncio.wait(set(tasks))
+    if failed:
+        raise failed[0]
 
 
 def episode_seeds(num_episodes: int | None, seeds: Iterable[int | None] | None, concurrency: int,

@@ -179,6 +179,14 @@ class RolloutConfig:
     # a worker that dies or hangs past step_timeout is restarted; the episode whose call killed it, and those of
     # its envs without a state to go on from, are left out (None: threads in this process)
     processes: int | None = None
+    # keep episodes in flight across iterations (gem_train.stream): an iteration trains on the first whole groups
+    # to finish (episodes_per_iter episodes, or turns_per_iter turns), unfinished episodes carry on under the new
+    # weights; the paper scales' default
+    carry_over: bool = False
+    # with carry_over: a turn sampled more than this many policy versions ago is not trained on (its reward still
+    # counts in its episode's returns; null: every turn is); the others are corrected by truncated importance
+    # sampling (algo.tis_cap, 2.0 when unset with the reinforce loss)
+    max_staleness: int | None = 1
     # vLLM engine options
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
 
@@ -420,6 +428,10 @@ def validate(cfg: TrainConfig) -> None:
     _check(r.processes is None or r.processes >= 1, "rollout.processes", f"must be >= 1 or null, got {r.processes}")
     _check(not cfg.env.selfplay or r.processes is None, "rollout.processes",
            "self-play games run under gem's multi-agent runner, which has no worker processes: leave it null")
+    _check(not (cfg.env.selfplay and r.carry_over), "rollout.carry_over",
+           "self-play games run under gem's multi-agent runner, which does not stream episodes: set it false")
+    _check(r.max_staleness is None or r.max_staleness >= 0, "rollout.max_staleness",
+           f"must be >= 0 (0: only turns of the current weights) or null, got {r.max_staleness}")
     _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
     _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
     _check(len(t.adam_betas) == 2 and all(0.0 <= b < 1.0 for b in t.adam_betas), "trainer.adam_betas",

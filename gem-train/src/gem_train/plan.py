@@ -6,9 +6,10 @@ Reads the model's shape (no weights are loaded; ``model=tiny`` uses the shape it
 GPU, what the learner keeps (float32 master weights, their gradients, AdamW's two moments, autocast's copies in the
 compute dtype), the activations of one micro-batch at the token budget (every layer's, or with gradient checkpointing
 the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
-sampler keeps through the update (vLLM's ``gpu_memory_utilization`` share: it does not sleep yet; the HF engine's
-weights and KV cache); then the step's token counts. Exits 1, naming the fields to change, when the total does not
-fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
+sampler holds (vLLM's ``gpu_memory_utilization`` share; the HF engine's weights and KV cache); then the step's token
+counts. vLLM sleeps during the update on a GPU, so the peak is the larger of the update (every learner row) and
+generation (the learner's weights and moments beside vLLM's share). Exits 1, naming the fields to change, when the
+peak does not fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
 
 The learner is data-parallel (DDP): every GPU holds the whole model and optimizer, so ``gpus`` divides the batch,
 not the memory (FSDP is not built yet). These are estimates from the shapes (within some 10 %: allocator slack,
@@ -100,13 +101,13 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
     rows += [(f"activations, {tokens} tokens" + (" (checkpointed)" if t.gradient_checkpointing else ""),
               activations), (f"log-probs, {positions} positions x {shape.vocab} vocabulary", logits)]
     if r.engine in _VLLM:
-        rows.append((f"sampler: vLLM's share ({r.vllm.gpu_memory_utilization:g} of the GPU)",
+        rows.append((f"{ASLEEP}vLLM's share ({r.vllm.gpu_memory_utilization:g} of the GPU)",
                      int(r.vllm.gpu_memory_utilization * gpu_memory)))
     else:
         kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency * cfg.model.max_model_len
         rows.append(("sampler: HF engine's weights and KV cache", compute * p + kv))
     fixes = []
-    if sum(b for _, b in rows) > gpu_memory:
+    if peak(rows) > gpu_memory:
         if not t.gradient_checkpointing:
             fixes.append("trainer.gradient_checkpointing=true")
         if not t.logprob_chunk:
@@ -114,24 +115,43 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
         if activations + logits > gpu_memory / 8:
             fixes.append(f"trainer.micro_batch_tokens (now {tokens} tokens per forward/backward)")
         if r.engine in _VLLM:
-            fixes.append(f"rollout.vllm.gpu_memory_utilization (now {r.vllm.gpu_memory_utilization:g}: vLLM keeps its "
-                         "share through the update, it does not sleep yet)")
+            fixes.append(f"rollout.vllm.gpu_memory_utilization (now {r.vllm.gpu_memory_utilization:g}: with the "
+                         "learner's weights and AdamW moments beside it)")
         fixes.append("a larger GPU (gpu_memory=...); more GPUs do not help yet: the learner is DDP, not FSDP")
     return rows, fixes
+
+
+#: the label of the sampler's share when it sleeps during the update (vLLM on a GPU)
+ASLEEP = "sampler, asleep in updates: "
+#: what the learner keeps while the sampler generates (the gradients are freed after each step)
+_KEPT = ("master weights", "AdamW moments")
+
+
+def peak(rows: Sequence[tuple[str, int]]) -> int:
+    """The most the GPU holds at once: during the update every learner row, during generation the learner's kept
+    rows and the sampler's; a sampler that does not sleep adds to both.
+
+    >>> peak([("master weights (float32)", 4), ("gradients (float32)", 4), (ASLEEP + "vLLM", 10)])
+    14
+    """
+    update = sum(b for name, b in rows if not name.startswith(ASLEEP))
+    generation = sum(b for name, b in rows if name.startswith((*_KEPT, "sampler")))
+    return max(update, generation)
 
 
 def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
     """The plan as text, and whether it fits."""
     rows, fixes = plan(cfg, gpu_memory, gpus)
     shape = model_shape(cfg)
-    total = sum(b for _, b in rows)
+    total = peak(rows)
     r = cfg.rollout
     turns = r.turns_per_iter or r.episodes_per_iter
     lines = [f"memory plan per GPU ({gpus} GPU{'s' if gpus > 1 else ''}, {gpu_memory / GiB:.0f} GiB each): "
              f"{shape.parameters / 1e9:.2f}B parameters, {shape.layers} layers, hidden {shape.hidden}, "
              f"vocabulary {shape.vocab}"]
     lines += [f"  {name:<60} {size / GiB:8.2f} GiB" for name, size in rows]
-    lines.append(f"  {'total':<60} {total / GiB:8.2f} GiB of {gpu_memory / GiB:.0f} GiB")
+    lines.append(f"  {'peak (the update, or generation with the learner kept)':<60} {total / GiB:8.2f} GiB of "
+                 f"{gpu_memory / GiB:.0f} GiB")
     lines.append(f"a step: about {turns} turns of up to {r.max_tokens} response tokens "
                  f"({turns * r.max_tokens} response tokens; prompts up to {cfg.model.max_model_len} tokens each), "
                  f"{-(-turns // gpus)} turns per GPU")

@@ -64,6 +64,9 @@ class TurnSample:
     # stop (eos), length (cut at max_tokens) or prompt_too_long (no response: the env got an empty action)
     finish_reason: str
     reward: float = 0.0
+    # the policy version (updates applied) of the weights that sampled it: with rollout.carry_over an episode's
+    # turns may come from several versions, and a turn too many versions old is not trained on
+    version: int = 0
 
 
 @dataclass
@@ -305,10 +308,12 @@ def collect(
         raise RuntimeError(f"every one of {len(trajectories)} episodes failed, the first with "
                            f"{trajectories[0].error}")
     groups = list(groups) if groups is not None else list(range(len(trajectories)))
-    episodes = []
-    for traj, group in zip(trajectories, groups):
-        turns = [turn.policy_info["sample"] for turn in traj.turns]
-        for sample, turn in zip(turns, traj.turns):
-            sample.reward = turn.reward
-        episodes.append(Episode(traj.seed, group, turns, traj))
-    return episodes
+    return [to_episode(traj, group) for traj, group in zip(trajectories, groups)]
+
+
+def to_episode(trajectory: Trajectory, group: int) -> Episode:
+    """The learner's view of a runner trajectory: each turn's sample with the env's reward."""
+    turns = [turn.policy_info["sample"] for turn in trajectory.turns]
+    for sample, turn in zip(turns, trajectory.turns):
+        sample.reward = turn.reward
+    return Episode(trajectory.seed, group, turns, trajectory)

@@ -35,6 +35,7 @@ from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, check_model
 from gem_train.curves import curve_summary, write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
+from gem_train.engines.base import sleep, wake
 from gem_train.envs import check_env_ids, env_factory, templated
 from gem_train.learner import Learner
 from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb, show
@@ -53,6 +54,7 @@ from gem_train.rollout import (
 from gem_train.run_folder import config_record, record_environment, resume_checkpoint, start_over
 from gem_train.selfplay import collect_selfplay
 from gem_train.sharding import Shards
+from gem_train.stream import EpisodeStream, effective_tis_cap, staleness_mask
 
 
 def check_run(cfg: TrainConfig) -> Path | None:
@@ -169,6 +171,8 @@ class _Run:
         # gem.runner's env-side limits, for training and evaluation episodes alike
         self.env_limits = {"step_timeout": r.step_timeout, "episode_timeout": r.episode_timeout,
                            "processes": r.processes}
+        # the wall-clock intervals of the stream's env steps (rollout.carry_over), emptied at each take
+        self.steps: list[tuple[float, float]] = []
 
     def engine(self) -> Engine:
         cfg = self.cfg
@@ -204,7 +208,9 @@ class _Run:
         stage's."""
         cfg = self.cfg
         constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
-        return Learner(self.model, cfg.algo, cfg.trainer, cfg.rollout.temperature, constant,
+        algo = dataclasses.replace(cfg.algo, tis_cap=effective_tis_cap(cfg.algo.tis_cap, cfg.algo.loss,
+                                                                        cfg.rollout.carry_over))
+        return Learner(self.model, algo, cfg.trainer, cfg.rollout.temperature, constant,
                        self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed,
                        critic=algorithm.critic if algorithm is not None else None, compute_dtype=cfg.model.dtype)
 
@@ -303,6 +309,59 @@ def _collect_iteration(run: _Run, engine: Engine | None, iteration: int) -> _Rol
         counts.append(shards.count_turns(sum(len(ep.turns) for ep in played if ep.error is None)))
         wave += 1
     return _Rollout(episodes, policy, steps, shards.kept_turns(counts, cfg.rollout.turns_per_iter))
+
+
+def _stream(run: _Run, engine: Engine | None) -> EpisodeStream | None:
+    """The run's episode stream (``rollout.carry_over``) on a rank that plays; a resumed run's starts at the
+    first group its checkpoint had not started. Each rank plays its own groups (every ``world``-th)."""
+    cfg, shards = run.cfg, run.shards
+    if not cfg.rollout.carry_over or engine is None:
+        return None
+    policy = run.policy(engine, cfg.rollout.temperature, derive_seed(cfg.trainer.seed, -1))
+    policy.index_offset = shards.rank * 10**12  # the ranks' request seeds apart
+    stride, own = (shards.world, shards.rank) if shards.mode != "rank0" else (1, 0)
+    first_seed = train_seeds(1, cfg)[0][0]
+    run.steps = []
+    steps = run.steps
+
+    def clocked_env() -> Any:
+        return StepClock(run.make_env(), steps)
+
+    return EpisodeStream(run.make_env if cfg.rollout.processes else clocked_env, policy,
+                         lambda group: first_seed + group * stride + own, cfg.algo.group_size,
+                         cfg.rollout.concurrency, cfg.env.max_turns,
+                         first_group=int(run.state.get("stream_next_group", 0)), **run.env_limits)
+
+
+def _take_iteration(run: _Run, stream: EpisodeStream | None) -> _Rollout:
+    """One iteration's episodes from the stream: this rank's share of ``rollout.episodes_per_iter`` (or of
+    ``rollout.turns_per_iter`` turns), whole groups in the order they finished."""
+    cfg, shards, r = run.cfg, run.shards, run.cfg.rollout
+    first, last = shards.episodes(r.episodes_per_iter // cfg.algo.group_size, cfg.algo.group_size)
+    turns = None if r.turns_per_iter is None else -(-r.turns_per_iter * (last - first) // r.episodes_per_iter)
+    episodes: list[Episode] = []
+    if stream is not None and last > first:
+        run.steps.clear()
+        episodes = stream.take(last - first, turns)
+    counts = [shards.count_turns(sum(len(ep.turns) for ep in episodes if ep.error is None))]
+    policy = stream.policy if stream is not None else run.policy(None, cfg.rollout.temperature, 0)
+    return _Rollout(episodes, policy, run.steps, shards.kept_turns(counts, r.turns_per_iter))
+
+
+def _drop_stale(batch: Batch, stream: EpisodeStream | None, max_staleness: int | None) -> tuple[Batch, dict]:
+    """The batch without the turns more than ``max_staleness`` versions old, and how stale it was."""
+    if stream is None:
+        return batch, {}
+    kept = staleness_mask(batch.samples, stream.version, max_staleness)
+    ages = [float(stream.version - s.version) for s in batch.samples]
+    sums = distributed.all_sum({"turns": float(len(ages)), "age": sum(ages),
+                                "stale": float(len(kept) - sum(kept))})
+    metrics = {"staleness_mean": sums["age"] / max(sums["turns"], 1.0), "stale_turns_dropped": sums["stale"]}
+    if all(kept):
+        return batch, metrics
+    return Batch([s for s, k in zip(batch.samples, kept) if k],
+                 {key: [v for v, k in zip(values, kept) if k] for key, values in batch.inputs.items()},
+                 batch.metrics), metrics
 
 
 def _throughput(samples: list[TurnSample], policy: EnginePolicy, steps: list[tuple[float, float]], rollout_s: float,
@@ -405,6 +464,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
             save_checkpoint(run.out, 0, run.model, run.tokenizer, None, run.record)
     engine = run.engine() if run.shards.plays else None
+    stream: EpisodeStream | None = None
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:
         if engine is not None and run.checkpoint is None and t.sft.episodes > 0:
@@ -421,31 +481,45 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                                                  for r in logged):
             # a resumed run whose checkpoint iteration was evaluated already does not log that evaluation twice
             summary["first_eval"] = _evaluate(run, engine, start_iteration)
+        stream = _stream(run, engine)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
-            rollout = _collect_iteration(run, engine, iteration)
+            rollout = _take_iteration(run, stream) if cfg.rollout.carry_over else _collect_iteration(
+                run, engine, iteration)
             t1 = time.perf_counter()
             _report_faults(iteration, rollout)
-            batch: Batch = run.shards.learner_share(algorithm.prepare(rollout.intact, rollout.keep))
+            sleep(engine)  # vLLM on a GPU frees its weights and KV cache for the update
+            batch, staleness = _drop_stale(algorithm.prepare(rollout.intact, rollout.keep), stream,
+                                           cfg.rollout.max_staleness)
+            batch = run.shards.learner_share(batch)
             update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
             if engine is not None:
+                wake(engine)
                 engine.load_weights(learner.state_dict(DTYPES[cfg.model.dtype]))
+            if stream is not None:
+                stream.advance()
             t3 = time.perf_counter()
             # the ranks add up their counts: the record describes the global batch
             summary["last_train"] = run.log.write(
                 "train", iteration=iteration, **episode_metrics(rollout.episodes, reduce=distributed.all_sum),
-                **update, **batch.metrics,
+                **update, **batch.metrics, **staleness,
                 **_throughput(batch.samples, rollout.policy, rollout.steps, t1 - t0, t2 - t1, cfg.algo.epochs),
                 **distributed.all_sum({"turns_trained": float(len(batch.samples))}),
                 rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2, generate_calls=rollout.policy.generate_calls,
             )
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)
+            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+                if cfg.rollout.carry_over:  # a resumed run's stream starts after every rank's started groups
+                    run.record["stream_next_group"] = max(distributed.all_gather(
+                        stream.next_group if stream is not None else 0))
             if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
                 save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer, run.record,
                                 critic=learner.critic)
     finally:
+        if stream is not None:
+            stream.close()
         if engine is not None:
             engine.close()
         run.log.close()

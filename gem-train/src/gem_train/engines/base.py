@@ -47,6 +47,18 @@ class Engine(Protocol):
         """Free the engine's memory and threads."""
 
 
+def sleep(engine: Engine | None) -> None:
+    """Let ``engine`` free its accelerator memory while the learner updates, if it can (vLLM on a GPU)."""
+    if engine is not None and hasattr(engine, "sleep"):
+        engine.sleep()
+
+
+def wake(engine: Engine | None) -> None:
+    """Take the memory back before the weight load (after :func:`sleep`)."""
+    if engine is not None and hasattr(engine, "wake"):
+        engine.wake()
+
+
 @runtime_checkable
 class ContinuousEngine(Engine, Protocol):
     """An engine that also takes one request at a time and answers it as soon as it is done (continuous

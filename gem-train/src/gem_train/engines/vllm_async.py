@@ -67,6 +67,12 @@ class VLLMAsyncEngine(VLLMEngine):
         # between decode steps, on the stepping thread (a reload during a step would corrupt it)
         self._call(lambda: super(VLLMAsyncEngine, self).load_weights(state_dict))
 
+    def sleep(self) -> None:
+        self._call(lambda: super(VLLMAsyncEngine, self).sleep())
+
+    def wake(self) -> None:
+        self._call(lambda: super(VLLMAsyncEngine, self).wake())
+
     def close(self) -> None:
         if self._thread.is_alive():
             self._inbox.put(None)

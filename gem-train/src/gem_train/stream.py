@@ -1,0 +1,234 @@
+"""Episodes that stay in flight across iterations (``rollout.carry_over``).
+
+With the per-iteration rollout (:func:`gem_train.rollout.collect`) an iteration ends when its
+last episode does, so the engine idles while the longest episode plays out its turns. Here one
+runner call (:func:`gem.runner.run_episodes` fed an endless iterator of seeds) plays the whole
+run's episodes, ``rollout.concurrency`` at a time, each as soon as a slot frees:
+:meth:`EpisodeStream.take` runs it until enough whole groups have finished for an iteration,
+then closes the gate (no new request reaches the engine; those in it finish) and returns them.
+While the trainer updates, nothing runs in the stream's event loop; the next ``take`` opens the
+gate and the episodes that were mid-way carry on under the new weights.
+
+Each turn's sample is tagged with the policy version that drew it (:attr:`TurnSample.version`,
+the updates applied when its request went to the engine: weights change only while no request
+is in flight). The trainer leaves out of the loss every turn more than ``rollout.max_staleness``
+versions old (their rewards still count in their episode's returns), and the reinforce loss
+weighs the others by truncated importance sampling against the sampler's log-probs
+(``algo.tis_cap``; see :func:`effective_tis_cap`).
+
+Time spent paused counts against ``rollout.episode_timeout`` (an episode's clock runs through
+the update), not against ``step_timeout`` (a step caught by the pause finishes in its thread
+and is handed back when the loop runs again).
+
+>>> stream = EpisodeStream(make_env, policy, seed_of_group=lambda g: 1000 + g, group_size=1,  # doctest: +SKIP
+...                        concurrency=32, max_turns=8)
+>>> episodes = stream.take(episodes=32)   # whole groups, in the order they finished   # doctest: +SKIP
+>>> stream.advance()                      # after the engine got the new weights     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gem.runner import EpisodeContext, Trajectory, run_episodes
+from gem_train.rollout import EnginePolicy, Episode, TurnSample, to_episode
+
+#: the truncation cap of the importance weights of a carried-over run whose reinforce loss sets none
+STALE_TIS_CAP = 2.0
+
+
+def effective_tis_cap(tis_cap: float | None, loss: str, carry_over: bool) -> float | None:
+    """``algo.tis_cap``, or with ``rollout.carry_over`` and the reinforce loss (which has no ratio of its own)
+    :data:`STALE_TIS_CAP`: samples from older weights are weighed by ``min(pi / mu, cap)``. The ``ppo_clip``
+    loss's clipped ratio to the sampler is its correction already.
+
+    >>> effective_tis_cap(None, "reinforce", True), effective_tis_cap(None, "reinforce", False)
+    (2.0, None)
+    """
+    if tis_cap is None and carry_over and loss == "reinforce":
+        return STALE_TIS_CAP
+    return tis_cap
+
+
+def staleness_mask(samples: list[TurnSample], version: int, max_staleness: int | None) -> list[bool]:
+    """Which samples may be trained on by the policy of ``version``: at most ``max_staleness`` versions old.
+
+    >>> s = [TurnSample([1], [2], [-0.1], "stop", version=v) for v in (0, 2, 3)]
+    >>> staleness_mask(s, version=3, max_staleness=1)
+    [False, True, True]
+    """
+    if max_staleness is None:
+        return [True] * len(samples)
+    return [version - s.version <= max_staleness for s in samples]
+
+
+class _Gate:
+    """The runner's policy inside a stream: holds new requests while closed, counts those in flight, and
+    tags each sample with the version it was drawn by."""
+
+    def __init__(self, policy: EnginePolicy) -> None:
+        self.policy = policy
+        self.version = 0
+        self.in_flight = 0
+        self._open = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._open.set()
+        self._idle.set()
+
+    async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, Any]]:
+        while not self._open.is_set():
+            await self._open.wait()
+        self.in_flight += 1
+        self._idle.clear()
+        version = self.version
+        try:
+            action, info = await self.policy.act(observation, context)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+        info["sample"].version = version
+        return action, info
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def close(self) -> None:
+        """Let no new request through and wait until those in the engine are answered."""
+        self._open.clear()
+        await self._idle.wait()
+
+
+class EpisodeStream:
+    """One runner call playing the run's episodes; :meth:`take` hands out an iteration's worth at a time.
+
+    ``seed_of_group(g)`` is the reset seed of the ``g``-th group (from ``first_group``); each group is
+    ``group_size`` episodes of one seed, and a group is handed out only whole. ``limits`` are the runner's
+    ``step_timeout``, ``episode_timeout`` and ``processes``: with any of them an episode that fails ends
+    alone (:attr:`Episode.error`), else the first error stops the stream and :meth:`take` raises it.
+    ``loop`` is the event loop the stream runs in (a test passes one with a virtual clock).
+    """
+
+    def __init__(self, make_env: Callable[[], Any], policy: EnginePolicy, seed_of_group: Callable[[int], int],
+                 group_size: int, concurrency: int, max_turns: int | None, *, first_group: int = 0,
+                 loop: asyncio.AbstractEventLoop | None = None, **limits: Any) -> None:
+        self.policy = policy
+        self.seed_of_group, self.group_size, self.first_group = seed_of_group, group_size, first_group
+        self.loop = loop if loop is not None else asyncio.new_event_loop()
+        self._make_env, self._concurrency, self._max_turns, self._limits = make_env, concurrency, max_turns, limits
+        self._limited = any(value is not None for value in limits.values())
+        self._gate: _Gate | None = None
+        self._task: asyncio.Task | None = None
+        self._partial: dict[int, list[Episode]] = {}
+        self._ready: list[list[Episode]] = []
+        self._arrived: asyncio.Event | None = None
+        self._failed_in_row = 0
+        # the groups whose episodes have started: a resumed run starts after them
+        self.started_groups = 0
+
+    @property
+    def version(self) -> int:
+        """The policy version the engine serves (updates applied since the stream started)."""
+        return self._gate.version if self._gate is not None else 0
+
+    @property
+    def next_group(self) -> int:
+        """The first group no episode has started (where a resumed run's stream begins)."""
+        return self.first_group + self.started_groups
+
+    def advance(self) -> None:
+        """The engine serves the next policy version (call after its weights were replaced)."""
+        if self._gate is not None:
+            self._gate.version += 1
+
+    def take(self, episodes: int, turns: int | None = None) -> list[Episode]:
+        """Whole groups in the order they finished: until they hold ``episodes`` episodes, or with ``turns``
+        until their intact episodes hold that many turns. Returns with the stream paused."""
+        self.loop.run_until_complete(self._until(episodes, turns))
+        taken: list[Episode] = []
+        while self._ready and not self._enough(taken, episodes, turns):
+            taken.extend(self._ready.pop(0))
+        return taken
+
+    def close(self) -> None:
+        """Stop every episode in flight (their envs are closed) and the loop."""
+        if self.loop.is_closed():
+            return
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            self.loop.run_until_complete(asyncio.gather(self._task, return_exceptions=True))
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    def __enter__(self) -> EpisodeStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # inside the loop
+
+    def _seeds(self) -> Iterator[int]:
+        group = self.first_group
+        while True:
+            seed = self.seed_of_group(group)
+            self.started_groups += 1
+            for _ in range(self.group_size):
+                yield seed
+            group += 1
+
+    def _finished(self, trajectory: Trajectory) -> None:
+        group = self.first_group + trajectory.episode // self.group_size
+        members = self._partial.setdefault(group, [])
+        members.append(to_episode(trajectory, group))
+        self._failed_in_row = self._failed_in_row + 1 if trajectory.error else 0
+        if len(members) == self.group_size:
+            del self._partial[group]
+            members.sort(key=lambda ep: ep.trajectory.episode)  # type: ignore[union-attr]
+            self._ready.append(members)
+        assert self._arrived is not None
+        self._arrived.set()
+
+    def _enough(self, episodes: list[Episode], want: int, turns: int | None) -> bool:
+        if turns is None:
+            return len(episodes) >= want
+        return sum(len(ep.turns) for ep in episodes if ep.error is None) >= turns
+
+    async def _until(self, episodes: int, turns: int | None) -> None:
+        # per take: what the policy measured (its generation time and tokens) is this iteration's
+        self.policy.generate_calls = self.policy.generated_tokens = 0
+        self.policy.generate_intervals = []
+        if self._task is None:
+            self._gate = _Gate(self.policy)
+            self._arrived = asyncio.Event()
+            self._task = asyncio.ensure_future(run_episodes(
+                self._make_env, self._gate, seeds=self._seeds(), concurrency=self._concurrency,
+                max_turns=self._max_turns, on_error="record" if self._limited else "raise",
+                on_trajectory=self._finished, **self._limits))
+        assert self._gate is not None and self._arrived is not None
+        self._gate.open()
+        while not self._enough([ep for group in self._ready for ep in group], episodes, turns):
+            if self._limited and self._failed_in_row >= max(episodes, 1):
+                raise RuntimeError(f"the last {self._failed_in_row} episodes all failed, the last with "
+                                   f"{self._last_error()}")
+            self._arrived.clear()
+            waiter = asyncio.ensure_future(self._arrived.wait())
+            await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if self._task.done():
+                self._task.result()  # the stream's error (an endless stream ends no other way)
+                raise RuntimeError("the episode stream ended")
+        await self._gate.close()
+
+    def _last_error(self) -> str | None:
+        for group in reversed(self._ready):
+            for ep in group:
+                if ep.error:
+                    return ep.error
+        for members in self._partial.values():
+            for ep in members:
+                if ep.error:
+                    return ep.error
+        return None
