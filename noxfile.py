@@ -276,6 +276,17 @@ def baselines(session: nox.Session) -> None:
 
 
 @nox.session
+def gpu_smoke(session: nox.Session) -> None:
+    """The paper path on a GPU in about 10 minutes: Qwen3-1.7B's architecture with random weights (no download),
+    three iterations with vLLM, printing generation and learner tokens/s, step time and peak memory
+    (gem_train.gpu_smoke). Needs a CUDA machine; pip takes the torch build vLLM pins. Options pass through:
+    nox -s gpu_smoke -- iterations=5 rollout.max_tokens=2048"""
+    session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
+                    "-e", f"{ROOT / 'gem-train'}[vllm]")
+    session.run("python", "-m", "gem_train.gpu_smoke", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over every package."""
     session.install("ruff")
