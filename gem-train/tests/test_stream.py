@@ -244,3 +244,23 @@ def test_the_engine_sleeps_through_the_update_and_wakes_for_the_weight_load(tmp_
     for i, call in enumerate(calls):
         if call == "sleep":
             assert calls[i + 1:i + 3] == ["wake", "load"]
+
+
+@pytest.mark.parametrize("max_staleness", [1, None])
+def test_the_stream_runs_at_most_max_staleness_iterations_ahead(inline_envs, tokenizer, max_staleness):
+    """With 64 slots and 4 episodes an iteration, the stream begins at most (1 + max_staleness) x 4 episodes
+    ahead, so every trained turn is at most one version old; unbounded (null), it begins all 64 at once and
+    its turns grow stale."""
+    engine = LatencyEngine(tokenizer)
+    ages = []
+    with EpisodeStream(_make_env(tokenizer), _policy(engine, tokenizer), seed_of_group=lambda g: g,
+                       group_size=1, concurrency=64, max_turns=3, loop=VirtualLoop(),
+                       max_staleness=max_staleness) as stream:
+        for _ in range(6):
+            ages += [stream.version - t.version for ep in stream.take(episodes=4) for t in ep.turns]
+            stream.advance()
+        started = stream.begun_groups
+    if max_staleness == 1:
+        assert max(ages) <= 1 and started <= 6 * 4 + 8
+    else:
+        assert started >= 64 and max(ages) >= 2

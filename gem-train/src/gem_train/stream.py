@@ -9,6 +9,11 @@ then closes the gate (no new request reaches the engine; those in it finish) and
 While the trainer updates, nothing runs in the stream's event loop; the next ``take`` opens the
 gate and the episodes that were mid-way carry on under the new weights.
 
+The stream begins new episodes only while those begun and those finished but not yet taken are fewer than
+``1 + max_staleness`` iterations' worth (``rollout.concurrency`` caps them too): it fills the engine while
+an iteration's slowest episodes finish, and what it carries over is at most about ``max_staleness``
+versions old when it is trained on.
+
 Each turn's sample is tagged with the policy version that drew it (:attr:`TurnSample.version`,
 the updates applied when its request went to the engine: weights change only while no request
 is in flight). The trainer leaves out of the loss every turn more than ``rollout.max_staleness``
@@ -65,21 +70,29 @@ def staleness_mask(samples: list[TurnSample], version: int, max_staleness: int |
 
 
 class _Gate:
-    """The runner's policy inside a stream: holds new requests while closed, counts those in flight, and
-    tags each sample with the version it was drawn by."""
+    """The runner's policy inside a stream: holds new requests while closed, holds an episode's first request
+    until ``may_start(index)`` says it may begin, counts the requests in flight, and tags each sample with the
+    version it was drawn by."""
 
-    def __init__(self, policy: EnginePolicy) -> None:
-        self.policy = policy
+    def __init__(self, policy: EnginePolicy, may_start: Callable[[int], bool]) -> None:
+        self.policy, self.may_start = policy, may_start
         self.version = 0
         self.in_flight = 0
         self._open = asyncio.Event()
         self._idle = asyncio.Event()
+        self._changed = asyncio.Event()
         self._open.set()
         self._idle.set()
 
+    def changed(self) -> None:
+        """Wake the held requests to look again (an episode ended, the gate opened, a take emptied the pool)."""
+        self._changed.set()
+        self._changed.clear()  # every waiter is woken already; the next change wakes them again
+
     async def act(self, observation: Any, context: EpisodeContext | None = None) -> tuple[str, dict[str, Any]]:
-        while not self._open.is_set():
-            await self._open.wait()
+        first = context is not None and context.turn == 0
+        while not self._open.is_set() or (first and not self.may_start(context.index)):  # type: ignore[union-attr]
+            await self._changed.wait()
         self.in_flight += 1
         self._idle.clear()
         version = self.version
@@ -94,6 +107,7 @@ class _Gate:
 
     def open(self) -> None:
         self._open.set()
+        self.changed()
 
     async def close(self) -> None:
         """Let no new request through and wait until those in the engine are answered."""
@@ -113,7 +127,8 @@ class EpisodeStream:
 
     def __init__(self, make_env: Callable[[], Any], policy: EnginePolicy, seed_of_group: Callable[[int], int],
                  group_size: int, concurrency: int, max_turns: int | None, *, first_group: int = 0,
-                 loop: asyncio.AbstractEventLoop | None = None, **limits: Any) -> None:
+                 max_staleness: int | None = 1, loop: asyncio.AbstractEventLoop | None = None,
+                 **limits: Any) -> None:
         self.policy = policy
         self.seed_of_group, self.group_size, self.first_group = seed_of_group, group_size, first_group
         self.loop = loop if loop is not None else asyncio.new_event_loop()
@@ -127,6 +142,13 @@ class EpisodeStream:
         self._failed_in_row = 0
         # the groups whose episodes have started: a resumed run starts after them
         self.started_groups = 0
+        self.max_staleness = max_staleness
+        # groups begun (their first request let through) and not yet finished, and how many episodes may be begun
+        # or waiting in the pool at once (set per take)
+        self._active: set[int] = set()
+        self.begun_groups = 0  # groups whose first request went to the engine
+        self._budget = 0
+        self._finished_turns = self._finished_episodes = 0
 
     @property
     def version(self) -> int:
@@ -151,6 +173,29 @@ class EpisodeStream:
         while self._ready and not self._enough(taken, episodes, turns):
             taken.extend(self._ready.pop(0))
         return taken
+
+    def _may_start(self, index: int) -> bool:
+        """An episode begins when its group has, or when the episodes begun and waiting in the pool are fewer
+        than the budget: the stream runs at most ``1 + max_staleness`` iterations' worth ahead, so what it
+        carries over finishes within the staleness bound instead of piling up (``rollout.concurrency`` far
+        above an iteration's need would otherwise leave most turns too old to train on)."""
+        group = self.first_group + index // self.group_size
+        if group in self._active:
+            return True
+        waiting = sum(len(members) for members in self._ready)
+        if len(self._active) * self.group_size + waiting >= self._budget:
+            return False
+        self._active.add(group)
+        self.begun_groups += 1
+        return True
+
+    def _set_budget(self, episodes: int, turns: int | None) -> None:
+        need = episodes
+        if turns is not None and self._finished_episodes:
+            # episodes an iteration's turns take, at the mean length so far
+            need = max(need, -(-turns * self._finished_episodes // max(self._finished_turns, 1)))
+        ahead = need * (1 + self.max_staleness) if self.max_staleness is not None else float("inf")
+        self._budget = int(min(ahead, 10**9))
 
     def close(self) -> None:
         """Stop every episode in flight (their envs are closed) and the loop."""
@@ -184,12 +229,16 @@ class EpisodeStream:
         members = self._partial.setdefault(group, [])
         members.append(to_episode(trajectory, group))
         self._failed_in_row = self._failed_in_row + 1 if trajectory.error else 0
+        self._finished_episodes += 1
+        self._finished_turns += len(trajectory.turns)
         if len(members) == self.group_size:
             del self._partial[group]
+            self._active.discard(group)
             members.sort(key=lambda ep: ep.trajectory.episode)  # type: ignore[union-attr]
             self._ready.append(members)
-        assert self._arrived is not None
+        assert self._arrived is not None and self._gate is not None
         self._arrived.set()
+        self._gate.changed()
 
     def _enough(self, episodes: list[Episode], want: int, turns: int | None) -> bool:
         if turns is None:
@@ -200,8 +249,9 @@ class EpisodeStream:
         # per take: what the policy measured (its generation time and tokens) is this iteration's
         self.policy.generate_calls = self.policy.generated_tokens = 0
         self.policy.generate_intervals = []
+        self._set_budget(episodes, turns)
         if self._task is None:
-            self._gate = _Gate(self.policy)
+            self._gate = _Gate(self.policy, self._may_start)
             self._arrived = asyncio.Event()
             self._task = asyncio.ensure_future(run_episodes(
                 self._make_env, self._gate, seeds=self._seeds(), concurrency=self._concurrency,

@@ -330,7 +330,8 @@ def _stream(run: _Run, engine: Engine | None) -> EpisodeStream | None:
     return EpisodeStream(run.make_env if cfg.rollout.processes else clocked_env, policy,
                          lambda group: first_seed + group * stride + own, cfg.algo.group_size,
                          cfg.rollout.concurrency, cfg.env.max_turns,
-                         first_group=int(run.state.get("stream_next_group", 0)), **run.env_limits)
+                         first_group=int(run.state.get("stream_next_group", 0)),
+                         max_staleness=cfg.rollout.max_staleness, **run.env_limits)
 
 
 def _take_iteration(run: _Run, stream: EpisodeStream | None) -> _Rollout:
