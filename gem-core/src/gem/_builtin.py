@@ -35,6 +35,7 @@ COMMANDS = {
     "plugins": ("cmd_plugins", "show installed plugins and whether they loaded"),
     "play": ("cmd_play", "play an env in the terminal"),
     "data": ("cmd_data", "download the offline datasets the installed suites read, or show where"),
+    "replay": ("cmd_replay", "step recorded episodes again and check they reproduce their rewards"),
 }
 
 

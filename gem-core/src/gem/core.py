@@ -138,6 +138,11 @@ class Env(metaclass=TakesReferenceSeed):
         """A random action in the env's expected format."""
         raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
 
+    def data_fingerprint(self) -> str | None:
+        """A hash of the data this env poses (a dataset's records), part of its :mod:`gem.fingerprint`; an
+        env that reads data from elsewhere returns one for it. ``None``: no data beyond code and arguments."""
+        return None
+
     async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Async :meth:`reset`; by default runs the sync call in a worker thread
         (the runner's own pool, see :mod:`gem.executor`)."""

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from gem.core import Env
 from gem.errors import EpisodeTimeoutError, StepTimeoutError
 from gem.executor import ThreadPool
+from gem.fingerprint import safe_fingerprint
 from gem.host.threads import Lease, ThreadHost
 from gem.runner_processes import ProcessEnv, ProcessEnvs
 
@@ -62,6 +63,8 @@ class Trajectory:
     final_observation: Any = None
     error: str | None = None
     seconds: float = 0.0
+    #: the env's content fingerprint (:mod:`gem.fingerprint`; None for an env in a worker process)
+    fingerprint: str | None = None
 
     @property
     def total_return(self) -> float:
@@ -254,6 +257,7 @@ async def run_episodes(
     async def play(index: int, seed: int | None, traj: Trajectory, lease: Lease) -> None:
         env_ = await host.lease(lease, make_env)
         traj.env_id = getattr(env_, "env_id", None)
+        traj.fingerprint = None if remote is not None else safe_fingerprint(env_)
         obs, traj.initial_info = await host.bind(lease, "reset", remote is not None)(seed)
         step = host.bind(lease, "step", remote is not None)
         while max_turns is None or len(traj.turns) < max_turns:

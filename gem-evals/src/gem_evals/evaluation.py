@@ -25,6 +25,7 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import EpisodeTimeoutError, GemError, StepTimeoutError
+from gem.fingerprint import safe_fingerprint
 from gem.registration import make, spec
 from gem.runner import Trajectory, run_episodes
 from gem.wrappers import apply_wrappers, get_wrapper_fns, needs_tokenizer
@@ -221,6 +222,8 @@ def episode_record(key: EpisodeKey, seed: int, traj: Trajectory, log: EpisodeLog
         "retries": log.retries,
         "error": traj.error,
         "error_kind": error_kind,
+        # the env's content fingerprint (gem.fingerprint): which code, data, arguments and prompt made this episode
+        "fingerprint": traj.fingerprint,
         "actions": [t.action for t in traj.turns],
         "rewards": [t.reward for t in traj.turns],
         "messages": log.messages,
@@ -243,6 +246,19 @@ def _check_settings(out: Path, config: EvalConfig) -> None:
                            "use another --output, or --overwrite to start over")
 
 
+def _check_fingerprints(out: Path, fingerprints: dict[str, str | None]) -> None:
+    """Refuse to resume into a folder whose episodes another version of an env played."""
+    settings_path = out / "run.json"
+    if not settings_path.exists():
+        return
+    stored = json.loads(settings_path.read_text()).get("fingerprints") or {}
+    diffs = [f"{env_id}: {stored[env_id]} there, {now} now" for env_id, now in fingerprints.items()
+             if stored.get(env_id) and now and stored[env_id] != now]
+    if diffs:
+        raise GemError(f"{out} holds episodes of another version of the env ({'; '.join(diffs)}: its code, data, "
+                       "arguments or prompt changed); use another --output, or --overwrite to start over")
+
+
 def _forget_settings(out: Path) -> None:
     """Remove what a run that recorded nothing wrote, so that a retry may use other settings."""
     (out / "run.json").unlink(missing_ok=True)
@@ -253,9 +269,10 @@ def _forget_settings(out: Path) -> None:
         out.rmdir()  # only if nothing else is there
 
 
-def _write_settings(out: Path, config: EvalConfig) -> None:
+def _write_settings(out: Path, config: EvalConfig, fingerprints: dict[str, str | None]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "run.json").write_text(json.dumps(config.scored_settings(), indent=2) + "\n")
+    (out / "run.json").write_text(json.dumps({**config.scored_settings(), "fingerprints": fingerprints},
+                                             indent=2) + "\n")
 
 
 def _validate(config: EvalConfig, check_model: bool) -> None:
@@ -310,15 +327,21 @@ class _Tally:
                 self.first_error = self.first_error or record["error"]
 
 
-async def _run_env(config: EvalConfig, env_id: str, plan: list[tuple[EpisodeKey, int]], bar: Progress,
-                   policy: ChatPolicy, model_name: str, tally: _Tally) -> None:
-    """Play the planned episodes of one env; raises :class:`GemError` when the run must stop."""
+def _builder(config: EvalConfig, env_id: str) -> Callable[[], Env]:
     wrappers = config.wrapper_names()
 
     def build() -> Env:
         return apply_wrappers(make(env_id, **config.env_kwargs), wrappers)
 
-    built = [_first_env(build, env_id)]  # the runner's first env
+    return build
+
+
+async def _run_env(config: EvalConfig, env_id: str, plan: list[tuple[EpisodeKey, int]], bar: Progress,
+                   policy: ChatPolicy, model_name: str, tally: _Tally, first: Env) -> None:
+    """Play the planned episodes of one env (``first``: its first env, built already); raises :class:`GemError`
+    when the run must stop."""
+    build = _builder(config, env_id)
+    built = [first]  # the runner's first env
 
     def make_env() -> Env:
         return built.pop() if built else build()
@@ -363,6 +386,18 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
         for name in ("episodes.jsonl", "run.json", "summary.json", "summary.md"):
             (out / name).unlink(missing_ok=True)
     _check_settings(out, config)
+    # each env built once before any episode: a constructor that fails says so now, and the fingerprints are
+    # checked against a folder being resumed
+    firsts: dict[str, Env] = {}
+    try:
+        for env_id in config.env_ids:
+            firsts[env_id] = _first_env(_builder(config, env_id), env_id)
+        fingerprints = {env_id: safe_fingerprint(env) for env_id, env in firsts.items()}
+        _check_fingerprints(out, fingerprints)
+    except BaseException:
+        for env in firsts.values():
+            env.close()
+        raise
     store = EpisodeStore(out / "episodes.jsonl")
     records = store.load()
     wanted = [EpisodeKey(env_id, e, s) for env_id in config.env_ids
@@ -370,15 +405,20 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
     done = {k for k in wanted if k in records and not needs_rerun(records[k])}
     own_model = model is None
     if model is None:
-        model = make_model(parse_model_spec(config.model, config.base_url), api_key_env=config.api_key_env,
-                           max_retries=config.max_retries, retry_backoff=config.retry_backoff,
-                           request_timeout=config.request_timeout, max_model_len=config.max_model_len)
+        try:
+            model = make_model(parse_model_spec(config.model, config.base_url), api_key_env=config.api_key_env,
+                               max_retries=config.max_retries, retry_backoff=config.retry_backoff,
+                               request_timeout=config.request_timeout, max_model_len=config.max_model_len)
+        except BaseException:
+            for env in firsts.values():
+                env.close()
+            raise
     sampling = Sampling(config.temperature, config.max_tokens, config.top_p)
     policy = ChatPolicy(model, sampling, config.system_prompt, config.seed)
     tally = _Tally(store)
     completed = False
     try:
-        _write_settings(out, config)  # once the model is up: a run that never started leaves no folder
+        _write_settings(out, config, fingerprints)  # once the model is up: a run that never started leaves no folder
         for env_id in config.env_ids:
             keys = [k for k in wanted if k.env_id == env_id]
             plan = [(k, config.seed + k.episode) for k in keys if k not in done]
@@ -387,11 +427,13 @@ async def aevaluate(config: EvalConfig, model: ChatModel | None = None) -> EvalR
                            sum(r.get("error") is not None for r in finished), enabled=config.progress)
             try:
                 if plan:
-                    await _run_env(config, env_id, plan, bar, policy, model.name, tally)
+                    await _run_env(config, env_id, plan, bar, policy, model.name, tally, firsts.pop(env_id))
             finally:
                 bar.close()
         completed = True
     finally:
+        for env in firsts.values():  # envs whose episodes were done already, or that a stop left unplayed
+            env.close()
         store.close()
         if own_model:
             model.close()

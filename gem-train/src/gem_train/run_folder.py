@@ -118,10 +118,10 @@ def environment() -> dict[str, Any]:
             "cpus": os.cpu_count(), "packages": dict(sorted(packages.items()))}
 
 
-def record_environment(out: Path, iteration: int) -> dict[str, Any]:
-    """Append this start's :func:`environment` to ``out/environment.jsonl`` (a resumed run adds a line, so a
-    run continued elsewhere shows it) and return it."""
-    record = {"iteration": iteration, **environment()}
+def record_environment(out: Path, iteration: int, **extra: Any) -> dict[str, Any]:
+    """Append this start's :func:`environment` (and ``extra``: the envs' fingerprints) to ``out/environment.jsonl``
+    (a resumed run adds a line, so a run continued elsewhere shows it) and return it."""
+    record = {"iteration": iteration, **environment(), **extra}
     with (out / "environment.jsonl").open("a") as f:
         f.write(json.dumps(record) + "\n")
     return record

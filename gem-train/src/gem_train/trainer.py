@@ -19,6 +19,7 @@ which turns each learns from, and rank 0 alone writes metrics and checkpoints an
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 import torch
 
+from gem.fingerprint import safe_fingerprint
 from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
 from gem_train.checkpoint import load_optimizer, load_trainer_state, save_checkpoint
@@ -55,6 +57,15 @@ from gem_train.run_folder import config_record, record_environment, resume_check
 from gem_train.selfplay import collect_selfplay
 from gem_train.sharding import Shards
 from gem_train.stream import EpisodeStream, effective_tis_cap, staleness_mask
+
+
+def _fingerprint(make_env: Callable[[], Any]) -> str | None:
+    """The fingerprint of the env ``make_env`` builds (one built and closed for it)."""
+    env = make_env()
+    try:
+        return safe_fingerprint(env)
+    finally:
+        env.close()
 
 
 def check_run(cfg: TrainConfig) -> Path | None:
@@ -147,8 +158,6 @@ class _Run:
         )))
         self.checkpoint = checkpoint
         self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
-        if distributed.is_main():
-            record_environment(self.out, int(self.state.get("iteration", 0)))
         self.record = {"sft_done": True, "env": cfg.env.id, "config": config_record(cfg)}
         t = cfg.trainer
         self.log: MetricsLog | _Unlogged = MetricsLog(
@@ -167,6 +176,12 @@ class _Run:
         self.eval_envs = {cfg.env.id: self.make_env}
         for env_id in cfg.env.eval_ids:
             self.eval_envs[env_id] = env_factory(cfg, env_id).wrapped(cfg.env.wrappers, self.tokenizer)
+        # which code, data, arguments and prompt each env is (gem.fingerprint): in every metrics record, the run
+        # folder's environment.jsonl and the checkpoints
+        self.fingerprints = {env_id: _fingerprint(make) for env_id, make in self.eval_envs.items()}
+        self.record["env_fingerprints"] = self.fingerprints
+        if distributed.is_main():
+            record_environment(self.out, int(self.state.get("iteration", 0)), env_fingerprints=self.fingerprints)
         r = cfg.rollout
         # gem.runner's env-side limits, for training and evaluation episodes alike
         self.env_limits = {"step_timeout": r.step_timeout, "episode_timeout": r.episode_timeout,
@@ -250,9 +265,27 @@ def _evaluate(run: _Run, engine: Engine, iteration: int) -> dict[str, float]:
         episodes = collect(make_env, policy, seeds, concurrency=cfg.rollout.concurrency, max_turns=cfg.env.max_turns,
                            **run.env_limits)
         results[env_id] = episode_metrics(episodes, prefix="eval_")
+        _record_episodes(run.out / "eval_episodes.jsonl", iteration, env_id, make_env, episodes,
+                         run.fingerprints[env_id])
         run.log.write("eval", iteration=iteration, env_id=env_id, **results[env_id],
-                      eval_s=time.perf_counter() - start)
+                      eval_s=time.perf_counter() - start, env_fingerprint=run.fingerprints[env_id])
     return results[cfg.env.id]
+
+
+def _record_episodes(path: Path, iteration: int, env_id: str, make_env: Any, episodes: list[Episode],
+                     fingerprint: str | None) -> None:
+    """Append the evaluation's episodes to ``path`` as ``gem replay`` reads them (gem eval's fields, and how the
+    env was built), so anyone can check that the env still gives their rewards."""
+    with path.open("a", encoding="utf-8") as f:
+        for index, ep in enumerate(episodes):
+            turns = ep.trajectory.turns if ep.trajectory is not None else []
+            f.write(json.dumps({
+                "kind": "eval", "iteration": iteration, "env_id": env_id, "episode": index, "sample": 0,
+                "seed": ep.seed, "actions": [t.action for t in turns], "rewards": [t.reward for t in turns],
+                "terminated": bool(turns and turns[-1].terminated), "error": ep.error,
+                "fingerprint": fingerprint, "env_kwargs": getattr(make_env, "kwargs", {}),
+                "wrappers": getattr(make_env, "wrappers", None), "entry_point": getattr(make_env, "entry_point", None),
+            }, default=repr) + "\n")
 
 
 @dataclasses.dataclass
@@ -458,6 +491,12 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     main = distributed.is_main()
     if main and checkpoint is not None:
         show(f"resuming from {checkpoint} at iteration {run.state['iteration']}")
+        before = run.state.get("env_fingerprints") or {}
+        changed = [f"{env_id} ({before[env_id]} then, {now} now)" for env_id, now in run.fingerprints.items()
+                   if before.get(env_id) and now and before[env_id] != now]
+        if changed:
+            show(f"note: the env changed since the checkpoint (its code, data, arguments or prompt): "
+                 f"{', '.join(changed)}")
     start_iteration = int(run.state.get("iteration", 0))
     if t.sft.episodes > 0 and not run.state.get("sft_done", False):
         _sft(run)
@@ -508,6 +547,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                 **_throughput(batch.samples, rollout.policy, rollout.steps, t1 - t0, t2 - t1, cfg.algo.epochs),
                 **distributed.all_sum({"turns_trained": float(len(batch.samples))}),
                 rollout_s=t1 - t0, update_s=t2 - t1, sync_s=t3 - t2, generate_calls=rollout.policy.generate_calls,
+                env_fingerprint=run.fingerprints[cfg.env.id],
             )
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)

@@ -51,6 +51,12 @@ class DatasetEnv(Env):
         if seed is not None:  # a constructor seed (the reference envs take one) fixes the order
             self._seed(seed)
 
+    def data_fingerprint(self) -> str | None:
+        """The hash of the records (computed once per records object)."""
+        from gem.fingerprint import records_fingerprint
+
+        return records_fingerprint(self.records)
+
     # -- order ------------------------------------------------------------------------
     def _permutation(self, epoch_seed: int) -> list[int]:
         indices = list(range(len(self.records)))
