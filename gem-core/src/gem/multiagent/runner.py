@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gem.executor import ThreadPool
+from gem.fingerprint import safe_fingerprint
 from gem.host.threads import Lease, ThreadHost
 from gem.multiagent.env import MultiAgentEnv
 from gem.runner import EpisodeContext, Trajectory, Turn, _as_async, episode_seeds, within
@@ -40,6 +41,8 @@ class MultiAgentTrajectory:
     steps: int = 0
     error: str | None = None
     seconds: float = 0.0
+    #: the game's content fingerprint (:mod:`gem.fingerprint`)
+    fingerprint: str | None = None
 
     @property
     def returns(self) -> dict[str, float]:
@@ -114,6 +117,7 @@ async def run_multiagent_episodes(
     async def play(index: int, seed: int | None, record: MultiAgentTrajectory, lease: Lease) -> None:
         game = await host.lease(lease, make)
         record.env_id = game.env_id
+        record.fingerprint = safe_fingerprint(game)
         observations, infos = await host.bind(lease, "reset")(seed)
         step = host.bind(lease, "step")
         calls = 0
@@ -136,7 +140,8 @@ async def run_multiagent_episodes(
             cut = max_steps is not None and record.steps >= max_steps and not game.done
             for agent in active:
                 traj = record.agents.setdefault(agent, Trajectory(record.env_id, seed, index,
-                                                                   infos.get(agent, {})))
+                                                                   infos.get(agent, {}),
+                                                                   fingerprint=record.fingerprint))
                 traj.turns.append(Turn(shown[agent], actions[agent], 0.0, False, False,
                                        step_infos.get(agent, {}), 0.0, step_s, policy_infos[agent]))
             for agent, traj in record.agents.items():
