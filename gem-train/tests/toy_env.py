@@ -6,6 +6,7 @@ import re
 import threading
 
 import gem
+from gem.conventions import FORMAT_ERROR
 
 BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
 
@@ -26,12 +27,12 @@ class ToyGuess(gem.Env):
         self.turn += 1
         m = BOXED.search(action)
         if m is None:
-            return "Wrong format.", -0.1, True, False, {"correct": False}
+            return "Wrong format.", -0.1, True, False, {"correct": False, FORMAT_ERROR: True}
         guess = int(m.group(1))
         if guess == self.target:
-            return "Correct!", 1.0, True, False, {"correct": True}
+            return "Correct!", 1.0, True, False, {"correct": True, FORMAT_ERROR: False}
         hint = "higher" if guess < self.target else "lower"
-        return f"No, {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False}
+        return f"No, {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False, FORMAT_ERROR: False}
 
     def sample_random_action(self):
         return f"\\boxed{{{self.rng.randint(1, self.high)}}}"

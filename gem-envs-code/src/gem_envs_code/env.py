@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv
 from gem.parsing import last_code_block
@@ -200,7 +200,7 @@ class CodeEnv(DatasetEnv):
         code = last_code_block(action if isinstance(action, str) else str(action))
         if code is None:
             self._done = True
-            info = {"correct": False, "format_error": True, "attempt": self._turn, "problem_id": problem.id}
+            info = {"correct": False, FORMAT_ERROR: True, "attempt": self._turn, "problem_id": problem.id}
             return TERMINAL_STATE, self.format_error_reward, True, self._single_turn, info
         report = await self.runner.arun(problem, code, stop_on_failure=not self.partial_credit)
         score = report.fraction if self.partial_credit else float(report.all_passed)
@@ -220,7 +220,7 @@ class CodeEnv(DatasetEnv):
         failure = report.first_failure
         return {
             "correct": report.all_passed,
-            "format_error": False,
+            FORMAT_ERROR: False,
             "tests_passed": report.passed,
             "tests_run": len(report.results),
             "tests_total": report.total,

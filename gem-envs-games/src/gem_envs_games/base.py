@@ -50,7 +50,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import gem
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.parsing import last_boxed
 
 NO_EPISODE = "No episode is running: call reset() to start one."
@@ -215,25 +215,25 @@ class TurnGame(gem.Env):
             self.done = True
             text = f"Turn {turn}: {self.format_error} The game is over."
             # a format error on the last turn also hits the limit: report both
-            info = {"suffix": "", "correct": False, "format_error": True}
+            info = {"suffix": "", "correct": False, FORMAT_ERROR: True}
             return text, FORMAT_ERROR_REWARD, True, turn >= self.max_turns, info
         outcome = self.play(move)
         if outcome.__class__ is str:  # feedback only: no reward, the game goes on
             if turn < self.max_turns:  # the usual step, returned without unpacking anything
-                info = {"suffix": self.task_suffix(), "format_error": False}
+                info = {"suffix": self.task_suffix(), FORMAT_ERROR: False}
                 return f"Turn {turn}: {outcome}", 0.0, False, False, info
             text, reward, over, won = outcome, 0.0, False, False
         else:
             text, reward, over, won = outcome
         if over:
             self.done = True
-            return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won, "format_error": False}
+            return f"Turn {turn}: {text}", reward, True, False, {"suffix": "", "correct": won, FORMAT_ERROR: False}
         if turn >= self.max_turns:
             self.done = True
             reward += self.partial_credit()
-            info = {"suffix": "", "correct": False, "format_error": False}
+            info = {"suffix": "", "correct": False, FORMAT_ERROR: False}
             return f"Turn {turn}: {text}{self.last_turn_note()}", reward, True, True, info
-        return f"Turn {turn}: {text}", reward, False, False, {"suffix": self.task_suffix(), "format_error": False}
+        return f"Turn {turn}: {text}", reward, False, False, {"suffix": self.task_suffix(), FORMAT_ERROR: False}
 
     def get_state(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem.reward_range import graded
@@ -150,7 +150,7 @@ class MathEnv(DatasetEnv):
             reward = 0.0
         info = {
             "correct": result.correct,
-            "format_error": result.format_error,
+            FORMAT_ERROR: result.format_error,
             "extracted_answer": result.extracted,
             "grade_status": result.status,
             "reference_answer": reference,

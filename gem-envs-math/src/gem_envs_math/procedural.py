@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 import gem
+from gem.conventions import FORMAT_ERROR
 from gem.core import StepResult
 from gem.reward_range import graded
 from gem_envs_math.env import TERMINAL_STATE
@@ -249,7 +250,7 @@ class ProceduralMathEnv(gem.Env):
         reward = 1.0 if result.correct else (self.format_error_reward if result.format_error else 0.0)
         info = {
             "correct": result.correct,
-            "format_error": result.format_error,
+            FORMAT_ERROR: result.format_error,
             "extracted_answer": result.extracted,
             "grade_status": result.status,
             "reference_answer": self.answer,

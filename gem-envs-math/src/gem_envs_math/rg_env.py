@@ -10,6 +10,7 @@ import functools
 from typing import Any
 
 import gem
+from gem.conventions import FORMAT_ERROR
 from gem.errors import install_hint
 
 try:
@@ -114,10 +115,10 @@ class ReasoningGymEnv(gem.Env):
         answer = extract_final_answer(action if isinstance(action, str) else str(action))
         info: dict[str, Any] = {"extracted_answer": answer, "reference_answer": self.answer, "dataset": self._source()}
         if answer is None:
-            info.update(correct=False, format_error=True, grade_status="no_answer")
+            info.update(correct=False, **{FORMAT_ERROR: True}, grade_status="no_answer")
             return TERMINAL_STATE, self.format_error_reward, True, True, info
         if len(answer) > MAX_ANSWER_CHARS:
-            info.update(correct=False, format_error=False, grade_status="too_long", extracted_answer=answer[:100])
+            info.update(correct=False, **{FORMAT_ERROR: False}, grade_status="too_long", extracted_answer=answer[:100])
             return TERMINAL_STATE, 0.0, True, True, info
         outcome = shared_pool("reasoning_gym").call(
             _SCORE, self._source(), self.size, self._current[0], answer, self.entry, timeout=self.grade_timeout
@@ -129,7 +130,7 @@ class ReasoningGymEnv(gem.Env):
             info["grade_error"] = f"the scorer returned {str(score)[:100]!r}, not a score in [0, 1]"
             status, score = "invalid_score", 0.0
         score = float(score)
-        info.update(correct=score >= 1.0, format_error=False, grade_status=status, score=score)
+        info.update(correct=score >= 1.0, **{FORMAT_ERROR: False}, grade_status=status, score=score)
         return TERMINAL_STATE, score, True, True, info
 
     def sample_random_action(self) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.multiagent import AgentSelector, MultiAgentEnv, MultiStepResult
 from gem.parsing import last_boxed
 
@@ -117,7 +117,7 @@ class TextGame(MultiAgentEnv):
                 return self._format_error(agent, actions)
             moves[agent] = move
         rewards = {agent: 0.0 for agent in self.agents} | (self.play(moves) or {})
-        infos: dict[str, dict] = {agent: {"format_error": False} for agent in self.agents}
+        infos: dict[str, dict] = {agent: {FORMAT_ERROR: False} for agent in self.agents}
         if self.over:
             for agent in self.agents:
                 infos[agent]["won"] = infos[agent]["correct"] = rewards.get(agent, 0.0) >= 1.0
@@ -129,7 +129,7 @@ class TextGame(MultiAgentEnv):
     def _format_error(self, offender: str, actions: dict[str, str]) -> MultiStepResult:
         self.finish(f"The game is over: {offender} made a format error ({self.format_hint}).")
         rewards = {agent: (FORMAT_ERROR_REWARD if agent == offender else 0.0) for agent in self.agents}
-        infos = {agent: {"format_error": agent == offender} for agent in self.agents}
+        infos = {agent: {FORMAT_ERROR: agent == offender} for agent in self.agents}
         observations = {agent: self.observe(agent) for agent in self.agents}
         return observations, rewards, self.terminations, self.truncations, infos
 

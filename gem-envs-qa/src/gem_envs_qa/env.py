@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gem.conventions import FORMAT_ERROR
 from gem.core import TERMINAL_STATE, StepResult
 from gem.data import DatasetEnv, Records
 from gem.parsing import answer_tag, last_boxed
@@ -129,7 +130,7 @@ class QaEnv(DatasetEnv):
         extracted = last_boxed(text) if self.extract_boxed else answer_tag(text)
         info: dict[str, Any] = {"reference_answer": list(record["answer"]), "idx": self.index}
         if extracted is None:
-            info.update(correct=False, f1=0.0, extracted_answer=None, format_error=True)
+            info.update(correct=False, f1=0.0, extracted_answer=None, **{FORMAT_ERROR: True})
             return TERMINAL_STATE, self.format_error_reward, True, True, info
         parts = record.get("answer_parts")
         if parts:
@@ -139,7 +140,7 @@ class QaEnv(DatasetEnv):
         else:
             correct = exact_match(extracted, record["answer"])
         info.update(correct=correct, f1=f1_score(extracted, record["answer"]), extracted_answer=extracted,
-                    format_error=False)  # fmt: skip
+                    **{FORMAT_ERROR: False})  # fmt: skip
         return TERMINAL_STATE, 1.0 if correct else 0.0, True, True, info
 
     def sample_random_action(self) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 import gem
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem_envs_terminal.tasks import CATEGORIES, Task, TaskSpec, load_all
 from gem_envs_terminal.workspace import CommandResult, Workspace, run_command
 
@@ -156,9 +156,9 @@ class TerminalEnv(gem.Env):
         if parsed is None:
             self.done = True
             return ("Format error: no <bash>COMMAND</bash> or <finish></finish> found. The episode is over.",
-                    FORMAT_ERROR_REWARD, True, False, {"format_error": True})
+                    FORMAT_ERROR_REWARD, True, False, {FORMAT_ERROR: True})
         kind, command, timeout = parsed
-        info: dict[str, Any] = {"format_error": False}
+        info: dict[str, Any] = {FORMAT_ERROR: False}
         if kind == "finish":
             return self._end("Finished.", terminated=True, info=info)
         if len(command) > MAX_COMMAND:

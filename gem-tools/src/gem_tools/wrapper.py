@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from gem.conventions import FORMAT_ERROR
 from gem.core import Env, StepResult, Wrapper
 from gem_tools.base import Tool, ToolCall, ToolResult
 
@@ -206,7 +207,7 @@ class ToolEnvWrapper(Wrapper):
             "tool_success_counter": self.tool_success_counter,
             "tool_reward_pending": self.tool_reward_pending,
             "tool_call_repeated": repeated,
-            "format_error": False,
+            FORMAT_ERROR: False,
         }
         return observation, reward, False, False, info
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gem
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR
 from gem.runner import EpisodeContext, Trajectory, Turn, run_episodes
 from gem_train.engines.base import ContinuousEngine, Engine, Generation, Sampling
 
@@ -30,16 +30,15 @@ PROMPT_TOO_LONG = "prompt_too_long"
 
 
 def is_format_error(turn: Turn) -> bool:
-    """The turn ended its episode on a reply the env could not parse: ``info["format_error"]`` where the env
-    reports it, else GEM's convention (terminated with reward ``FORMAT_ERROR_REWARD``), for envs that do not.
+    """The turn ended its episode on a reply the env could not parse: the env's ``info["format_error"]``
+    (:data:`gem.conventions.FORMAT_ERROR`). Never read from the reward: a wrong answer may earn what a format
+    error does, and an env that does not score format errors has none.
 
-    >>> is_format_error(Turn("obs", "oops", -0.1, True, False, {})), is_format_error(
-    ...     Turn("obs", "oops", -0.1, True, False, {"format_error": False}))
+    >>> is_format_error(Turn("obs", "oops", -0.1, True, False, {FORMAT_ERROR: True})), is_format_error(
+    ...     Turn("obs", "oops", -0.1, True, False, {}))
     (True, False)
     """
-    if "format_error" in turn.info:
-        return bool(turn.info["format_error"])
-    return turn.terminated and abs(turn.reward - FORMAT_ERROR_REWARD) < 1e-9
+    return bool(turn.info.get(FORMAT_ERROR, False))
 
 
 def derive_seed(*parts: int) -> int:

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from gem.conventions import FORMAT_ERROR_REWARD
+from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.core import Env, StepResult
 from gem.parsing import last_boxed
 
@@ -45,12 +45,12 @@ class CountEnv(Env):
         self.turn += 1
         found = last_boxed(action)
         if found is None or not re.fullmatch(r"-?\d{1,18}", found):
-            return "Format error: answer as \\boxed{N}.", FORMAT_ERROR_REWARD, True, False, {"format_error": True}
+            return "Format error: answer as \\boxed{N}.", FORMAT_ERROR_REWARD, True, False, {FORMAT_ERROR: True}
         guess = int(found)
         if guess == self.target:
-            return "Correct!", 1.0, True, False, {"correct": True, "format_error": False}
+            return "Correct!", 1.0, True, False, {"correct": True, FORMAT_ERROR: False}
         hint = "higher" if guess < self.target else "lower"
-        return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False, "format_error": False}
+        return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"correct": False, FORMAT_ERROR: False}
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(1, self.high)}}}"
