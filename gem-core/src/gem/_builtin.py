@@ -36,6 +36,7 @@ COMMANDS = {
     "play": ("cmd_play", "play an env in the terminal"),
     "data": ("cmd_data", "download the offline datasets the installed suites read, or show where"),
     "replay": ("cmd_replay", "step recorded episodes again and check they reproduce their rewards"),
+    "audit": ("cmd_audit", "play generic reward-hack strategies against envs; exit 1 when one beats the baseline"),
 }
 
 

@@ -20,6 +20,12 @@ def cmd_replay(argv: list[str]) -> int:
     return main(argv)
 
 
+def cmd_audit(argv: list[str]) -> int:
+    from gem.audit.command import main
+
+    return main(argv)
+
+
 def cmd_list(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="gem list", description="List registered env ids.")
     parser.add_argument("pattern", nargs="?", help="glob (game:*-easy) or substring (wordle)")

@@ -1,0 +1,153 @@
+"""Play each strategy, the honest baseline and the right answer on the same seeds.
+
+Each env call runs in a daemon thread joined with ``step_timeout``: a hanging env ends that
+episode (and the audit builds a fresh env instance), it never hangs the audit. An episode whose
+reset or step raises, hangs or returns a non-number scores the env's failure reward
+(:func:`gem.reward_range.failure_reward`: 0 where its reward range holds 0) and is counted in the
+report's ``errors``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gem.audit.report import EnvAudit, judge
+from gem.audit.strategies import Strategy, Turn, strategies_for
+from gem.reward_range import UNBOUNDED, failure_reward
+
+#: turns per episode at most, for envs that never end on their own
+MAX_TURNS = 100
+
+
+class _Failed(Exception):
+    pass
+
+
+def _call(fn: Callable[[], Any], timeout: float) -> Any:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # any env failure is the episode's failure
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="gem-audit-step")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise _Failed(f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise _Failed(f"{type(box['error']).__name__}: {box['error']}")
+    return box["value"]
+
+
+def _without_rng(env: Any, fn: Callable[[], Any]) -> Any:
+    """``fn()`` with the env's RNGs restored afterwards, so sampling for a strategy leaves the
+    episode exactly as the baseline's on the same seed."""
+    try:
+        state = env.rng_state()
+    except Exception:  # an env without the seeded RNGs: sample anyway
+        state = None
+    try:
+        return fn()
+    finally:
+        if state is not None:
+            env.set_rng_state(state)
+
+
+def _samples(env: Any, k: int) -> list[str]:
+    def draw() -> list[str]:
+        try:
+            return [str(env.sample_random_action()) for _ in range(k)]
+        except Exception:  # no sampler: strategies fall back to the empty answer
+            return []
+    return _without_rng(env, draw)
+
+
+def _answers(env: Any) -> tuple[str | None, str | None]:
+    own = getattr(env, "audit_answers", None)
+    if not callable(own):
+        return None, None
+    right, wrong = _without_rng(env, own)
+    return right, wrong
+
+
+class _Player:
+    def __init__(self, env_id: str, make: Callable[[], Any], step_timeout: float) -> None:
+        self.env_id, self.make, self.timeout = env_id, make, step_timeout
+        self.env = _call(make, max(step_timeout, 120.0))
+        self.errors: list[str] = []
+
+    def episode(self, act: Callable[[Any, Turn], str | None], seed: int) -> float | None:
+        """The episode's return; ``None`` when ``act`` had no action (no right answer known)."""
+        env = self.env
+        total = 0.0
+        try:
+            observation, _ = _call(lambda: env.reset(seed=seed), self.timeout)
+            limit = min(int(getattr(env.unwrapped, "max_turns", MAX_TURNS) or MAX_TURNS), MAX_TURNS)
+            for _ in range(limit):
+                turn = Turn(self.env_id, str(observation), lambda k: _samples(env, k))
+                action = act(env, turn)
+                if action is None:
+                    return None
+                observation, reward, terminated, truncated, _ = _call(lambda a=action: env.step(a), self.timeout)
+                if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+                    raise _Failed(f"reward {reward!r} is not a finite number")
+                total += float(reward)
+                if terminated or truncated:
+                    break
+        except _Failed as exc:
+            self.errors.append(f"seed {seed}: {exc}")
+            if "within" in str(exc):
+                self.env = _call(self.make, max(self.timeout, 120.0))  # the old one is stuck in its thread
+            return failure_reward(getattr(env, "reward_range", UNBOUNDED))
+        return total
+
+
+def _strategy_act(strategy: Strategy) -> Callable[[Any, Turn], str]:
+    return lambda env, turn: strategy.act(turn)
+
+
+def _baseline_act(env: Any, turn: Turn) -> str:
+    wrong = _answers(env)[1]
+    return wrong if wrong is not None else (turn.samples(1) or [""])[0]
+
+
+def _right_act(env: Any, turn: Turn) -> str | None:
+    return _answers(env)[0]
+
+
+def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: float = 10.0,
+              alpha: float = 0.01, make: Callable[[], Any] | None = None) -> EnvAudit:
+    """Audit one env id: every strategy, the baseline and the right answer on seeds
+    ``seed .. seed + episodes - 1``; see :func:`gem.audit.report.judge` for the flags."""
+    if episodes < 2:
+        raise ValueError("the audit needs at least 2 episodes to bound chance")
+    import gem
+
+    started = time.monotonic()
+    try:
+        player = _Player(env_id, make or (lambda: gem.make(env_id)), step_timeout)
+    except _Failed as exc:
+        return EnvAudit(env_id, episodes, seed, alpha, setup_error=str(exc))
+    seeds = [seed + i for i in range(episodes)]
+    baseline_name = "wrong answer" if callable(getattr(player.env, "audit_answers", None)) else "random answer"
+    baseline = [player.episode(_baseline_act, s) for s in seeds]
+    right = [player.episode(_right_act, s) for s in seeds]
+    known = [r for r in right if r is not None]
+    strategies = strategies_for(env_id, player.env.unwrapped)
+    played = {s.name: (s, [player.episode(_strategy_act(s), x) for x in seeds]) for s in strategies}
+    result = judge(env_id, episodes, seed, alpha, baseline_name, baseline,  # type: ignore[arg-type]
+                   right if len(known) == episodes else None, played)  # type: ignore[arg-type]
+    result.errors = player.errors
+    result.seconds = time.monotonic() - started
+    try:
+        player.env.close()
+    except Exception:  # closing is best effort
+        pass
+    return result
