@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import gem
-from gem_envs_terminal.tasks import CATEGORIES, load_all
+from gem_envs_terminal.task_set import load_all
+from gem_envs_terminal.tasks import CATEGORIES
 
 TASKS = load_all()
 

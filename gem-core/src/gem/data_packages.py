@@ -1,5 +1,6 @@
 """The data packages suites declare (``gem_register_data``): what :mod:`gem.plugins` collects
-and :mod:`gem.data.packaged` reads."""
+and :mod:`gem.data.packaged` reads (outside the :mod:`gem.data` package, so that gem.plugins
+importing it does not run gem.data's ``__init__``, which imports back)."""
 
 from __future__ import annotations
 

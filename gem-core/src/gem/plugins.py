@@ -30,8 +30,8 @@ from typing import Any
 import pluggy
 
 from gem import hookspecs
-from gem.compat.rows import CompatRegistry
-from gem.data.declared import DataRegistry
+from gem.compat_rows import CompatRegistry
+from gem.data_packages import DataRegistry
 from gem.errors import PluginError
 from gem.registry import EnvRegistry, NamedRegistry
 

@@ -27,7 +27,8 @@ import yaml
 
 import gem
 from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
-from gem_envs_terminal.tasks import CATEGORIES, Task, TaskSpec, load_all
+from gem_envs_terminal.task_set import load_all
+from gem_envs_terminal.tasks import CATEGORIES, Task, TaskSpec
 from gem_envs_terminal.workspace import CommandResult, Workspace, run_command
 
 NO_EPISODE = "No episode is running: call reset() to start one."

@@ -72,10 +72,3 @@ def all_of(*conditions: bool) -> float:
 
 def words(rng: random.Random, n: int) -> list[str]:
     return rng.sample(WORDS, n)
-
-
-def load_all() -> dict[str, TaskSpec]:
-    """Every task (importing the modules that register them)."""
-    from gem_envs_terminal import task_debug, task_files, task_text  # noqa: F401
-
-    return TASKS

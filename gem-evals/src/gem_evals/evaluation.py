@@ -30,8 +30,9 @@ from gem.registration import make, spec
 from gem.runner import Trajectory, run_episodes
 from gem.wrappers import apply_wrappers, get_wrapper_fns, needs_tokenizer
 from gem.wrappers.history import MODES as HISTORY_MODES
+from gem_evals.connect import make_model
 from gem_evals.metrics import markdown_table, summarize
-from gem_evals.models import DEFAULT_REQUEST_TIMEOUT, ChatModel, Sampling, make_model, parse_model_spec
+from gem_evals.models import DEFAULT_REQUEST_TIMEOUT, ChatModel, Sampling, parse_model_spec
 from gem_evals.policy import ChatPolicy, EpisodeLog
 from gem_evals.progress import Progress
 from gem_evals.records import EpisodeKey, EpisodeStore, needs_rerun

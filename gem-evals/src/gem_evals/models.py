@@ -14,6 +14,9 @@ Every model is a :class:`ChatModel`: ``await model.chat(messages, sampling)`` re
 
 :class:`~gem.sampling.Sampling` lives in gem-core, so trainers share it without this package.
 
+:func:`gem_evals.connect.make_model` builds the model a spec names (a module of its own: the clients import
+these types, so this module imports none of them).
+
 >>> spec = parse_model_spec("openai:gpt-4o-mini")
 >>> spec.kind, spec.name
 ('openai', 'gpt-4o-mini')
@@ -29,8 +32,7 @@ from gem.sampling import Sampling
 
 KINDS = ("openai", "vllm", "hf")
 
-__all__ = ["ChatModel", "Completion", "EndpointError", "ModelSpec", "ModelSpecError", "Sampling", "make_model",
-           "parse_model_spec"]
+__all__ = ["ChatModel", "Completion", "EndpointError", "ModelSpec", "ModelSpecError", "Sampling", "parse_model_spec"]
 
 
 #: the default of --request-timeout (seconds): a server that accepts a request and never answers is
@@ -98,17 +100,3 @@ def parse_model_spec(model: str, base_url: str | None = None) -> ModelSpec:
     if kind != "openai" and base_url:
         raise ModelSpecError(f"--base-url is for openai: models, not {kind}:")
     return ModelSpec(kind, name, base_url.rstrip("/") if base_url else None)
-
-
-def make_model(spec: ModelSpec, *, api_key_env: str = "OPENAI_API_KEY", max_retries: int = 5,
-               retry_backoff: float = 0.5, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-               max_model_len: int = 4096) -> ChatModel:
-    """The :class:`ChatModel` a spec names, ready to chat."""
-    if spec.kind == "openai":
-        from gem_evals.openai_client import OpenAIChatModel
-
-        return OpenAIChatModel(spec.name, spec.base_url, api_key_env=api_key_env, max_retries=max_retries,
-                               retry_backoff=retry_backoff, timeout=request_timeout)
-    from gem_evals.local_engines import EngineChatModel
-
-    return EngineChatModel(spec.kind, spec.name, max_model_len=max_model_len)

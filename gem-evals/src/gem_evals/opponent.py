@@ -9,7 +9,8 @@ import asyncio
 from collections.abc import Callable
 
 from gem.sampling import Sampling
-from gem_evals.models import make_model, parse_model_spec
+from gem_evals.connect import make_model
+from gem_evals.models import parse_model_spec
 
 
 def model_opponent(spec: str, base_url: str | None = None) -> Callable[[str], str]:

@@ -16,26 +16,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import hydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from gem_train.config import ConfigError, TrainConfig, register_configs, validate
+from gem_train.config import ConfigError, register_configs, to_train_config
 
 register_configs()
-
-
-def to_train_config(cfg: DictConfig | Any) -> TrainConfig:
-    """The typed config of a composed Hydra config (interpolations resolved), validated."""
-    obj = OmegaConf.to_object(cfg)
-    if not isinstance(obj, TrainConfig):
-        raise ConfigError(f"the composed config is not a TrainConfig (got {type(obj).__name__}); "
-                          "config.yaml must list gem_train_schema first in its defaults")
-    validate(obj)
-    return obj
 
 
 def _bad_config(exc: ConfigError) -> SystemExit:

@@ -465,3 +465,16 @@ def validate(cfg: TrainConfig) -> None:
     _check(d.backend != "nccl" or t.device != "cpu", "trainer.distributed.backend",
            "nccl moves GPU tensors only: a learner on trainer.device=cpu needs gloo (or auto)")
     _check(d.timeout_minutes > 0, "trainer.distributed.timeout_minutes", f"must be > 0, got {d.timeout_minutes}")
+
+
+def to_train_config(cfg: Any) -> TrainConfig:
+    """The typed config of a composed Hydra config (interpolations resolved), validated (here, not in
+    :mod:`gem_train.cli`, so that what composes a config needs no part of the app)."""
+    from omegaconf import OmegaConf
+
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, TrainConfig):
+        raise ConfigError(f"the composed config is not a TrainConfig (got {type(obj).__name__}); "
+                          "config.yaml must list gem_train_schema first in its defaults")
+    validate(obj)
+    return obj

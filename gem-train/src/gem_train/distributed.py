@@ -20,12 +20,13 @@ import inspect
 import os
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
-from gem_train.algorithms.rebn import Moments
+if TYPE_CHECKING:  # the type only: rebn imports this module for its all-reduce
+    from gem_train.algorithms.rebn import Moments
 
 T = TypeVar("T")
 

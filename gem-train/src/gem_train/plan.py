@@ -175,7 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             overrides.append(arg)
     from hydra import compose, initialize_config_module
 
-    from gem_train.cli import to_train_config
+    from gem_train.config import register_configs, to_train_config
+
+    register_configs()  # the schema config.yaml names first (gem_train.cli registers it on import)
 
     with initialize_config_module("gem_train.conf", version_base="1.3"):
         cfg = to_train_config(compose("config", overrides=overrides))

@@ -1,7 +1,7 @@
 """The reference package's module paths, resolved to our objects.
 
 Each package contributes the rows of the objects it holds through the
-``gem_register_compat`` hook (:mod:`gem.compat.rows`; gem-core's own are in
+``gem_register_compat`` hook (:mod:`gem.compat_rows`; gem-core's own are in
 :mod:`gem.compat.table`). ``import gem`` appends :class:`ReferencePathFinder` to
 ``sys.meta_path``. Because it comes after the normal finders, a real module always wins; the
 finder only answers for registered paths (and the packages above them) that nothing else
@@ -32,7 +32,7 @@ import sys
 import types
 from typing import Any
 
-from gem.compat.rows import CompatRegistry
+from gem.compat_rows import CompatRegistry
 from gem.compat.table import PROVIDERS
 from gem.errors import distribution_installed, install_hint
 

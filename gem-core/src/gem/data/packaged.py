@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gem.data.declared import DataPackage
+from gem.data_packages import DataPackage
 from gem.data.records import parse_rows
 from gem.errors import DataUnavailableError
 
