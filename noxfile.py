@@ -7,6 +7,7 @@
     nox -s lint           # ruff
     nox -s demo           # play every installed env with random actions
     nox -s bench          # benchmarks; each prints a table with its baseline
+    nox -s audit          # gem audit over every registered id of our suites, one session per family
 
 Every session installs the packages from this working tree (never from a registry),
 so a change to gem-core is tested against every suite at once.
@@ -14,6 +15,7 @@ so a change to gem-core is tested against every suite at once.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -284,6 +286,32 @@ def gpu_smoke(session: nox.Session) -> None:
     session.install("-e", str(ROOT / "gem-core"), "-e", str(ROOT / "gem-envs-games"),
                     "-e", f"{ROOT / 'gem-train'}[vllm]")
     session.run("python", "-m", "gem_train.gpu_smoke", *session.posargs)
+
+
+#: the id prefixes `nox -s audit` covers, one session each (run one part: nox -s "audit(family='game')")
+AUDIT_FAMILIES = ["game", "rg", "math", "code", "qa", "logic", "multi", "terminal", "webshop", "eval"]
+
+
+@nox.session
+@nox.parametrize("family", AUDIT_FAMILIES)
+def audit(session: nox.Session, family: str) -> None:
+    """`gem audit` over every registered id of one family of our suites (not part of `tests`: about a minute an
+    id); writes runs/audit/<family>.json and fails when any id is flagged. Options pass to gem audit:
+    nox -s "audit(family='game')" -- --episodes 16"""
+    extras = {**FULL_EXTRAS, "gem-core": "test"}  # every suite complete (rg: ids need reasoning-gym)
+    args = []
+    for package in PACKAGES:
+        if package not in ("gem-train", "gem-integrations"):
+            args += ["-e", f"{ROOT / package}[{extras[package]}]" if package in extras else str(ROOT / package)]
+    session.install(*args)
+    session.run("python", "-m", "gem.data")
+    listed = session.run("gem", "list", "--json", f"{family}:*", silent=True)
+    ids = [env_id for env_id in json.loads(listed.strip().splitlines()[-1]) if env_id.startswith(f"{family}:")]
+    if not ids:
+        session.skip(f"no {family}: ids registered")
+    out = ROOT / "runs" / "audit"
+    out.mkdir(parents=True, exist_ok=True)
+    session.run("gem", "audit", *ids, "--json", str(out / f"{family}.json"), *session.posargs)
 
 
 @nox.session

@@ -17,6 +17,7 @@ from gem.audit.command import main
 from gem.audit.stats import t_quantile
 from gem.conventions import FORMAT_ERROR, FORMAT_ERROR_REWARD
 from gem.core import Env, StepResult
+from gem.errors import DataUnavailableError
 from gem.hookspecs import hookimpl
 from gem.parsing import last_boxed
 from gem.plugins import register_plugin
@@ -132,6 +133,17 @@ def test_hanging_and_raising_env_does_not_crash_the_audit(gem_registry):
 def test_unknown_id_is_reported_not_raised(gem_registry, capsys):
     assert main(["nope:Missing-v0", "--episodes", "2"]) == 2
     assert "could not make the env" in capsys.readouterr().out
+
+
+class NoData(CountEnv):
+    def __init__(self) -> None:
+        raise DataUnavailableError("needs a hub dataset")
+
+
+def test_env_without_its_data_is_skipped_not_failed(gem_registry, capsys):
+    gem.register("data:Missing-v0", NoData)
+    assert main(["data:Missing-v0", "--episodes", "2"]) == 0
+    assert "skipped, its data is not available here" in capsys.readouterr().out
 
 
 def test_t_quantile_matches_tables():

@@ -17,6 +17,7 @@ from typing import Any
 
 from gem.audit.report import EnvAudit, judge
 from gem.audit.strategies import Strategy, Turn, strategies_for
+from gem.errors import DataUnavailableError
 from gem.reward_range import UNBOUNDED, failure_reward
 
 #: turns per episode at most, for envs that never end on their own
@@ -24,7 +25,9 @@ MAX_TURNS = 100
 
 
 class _Failed(Exception):
-    pass
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 def _call(fn: Callable[[], Any], timeout: float) -> Any:
@@ -42,7 +45,7 @@ def _call(fn: Callable[[], Any], timeout: float) -> Any:
     if worker.is_alive():
         raise _Failed(f"no answer within {timeout:g} s")
     if "error" in box:
-        raise _Failed(f"{type(box['error']).__name__}: {box['error']}")
+        raise _Failed(f"{type(box['error']).__name__}: {box['error']}", box["error"])
     return box["value"]
 
 
@@ -134,6 +137,8 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
     try:
         player = _Player(env_id, make or (lambda: gem.make(env_id)), step_timeout)
     except _Failed as exc:
+        if isinstance(exc.cause, DataUnavailableError):  # not the env's fault here: say so, don't fail
+            return EnvAudit(env_id, episodes, seed, alpha, skipped=str(exc))
         return EnvAudit(env_id, episodes, seed, alpha, setup_error=str(exc))
     seeds = [seed + i for i in range(episodes)]
     baseline_name = "wrong answer" if callable(getattr(player.env, "audit_answers", None)) else "random answer"

@@ -33,6 +33,8 @@ class EnvAudit:
     #: episodes that scored the env's failure reward because reset/step raised, hung or misbehaved
     errors: list[str] = field(default_factory=list)
     setup_error: str | None = None
+    #: why the env was not audited although it is fine (its dataset is not available here)
+    skipped: str | None = None
     seconds: float = 0.0
 
     @property
@@ -71,6 +73,8 @@ def _num(value: float | None) -> str:
 def table(audit: EnvAudit) -> str:
     """A readable table for one env."""
     head = f"{audit.env_id}: {audit.episodes} episodes from seed {audit.seed}, {audit.seconds:.1f} s"
+    if audit.skipped:
+        return f"{head}\n  skipped, its data is not available here: {audit.skipped}"
     if audit.setup_error:
         return f"{head}\n  could not make the env: {audit.setup_error}"
     lines = [head,
