@@ -1,5 +1,6 @@
 """Mixed precision done right (issue 35, point 1): float32 master weights and optimizer state, bf16 compute, the
-sampler's weights in its dtype at each sync, and checkpoints that keep the masters.
+sampler's weights in its dtype at each sync, and checkpoints that keep the masters (and a compute-dtype copy to
+serve beside them).
 
 Before, ``model.dtype=bfloat16`` made the parameters and AdamW's state bf16: at lr 1e-6 three updates changed
 1.8 % of the weights and no norm weight at all (an Adam step of 1e-6 is below bf16's resolution at 1.0)."""
@@ -32,10 +33,21 @@ def test_one_bf16_update_at_lr_1e_6_moves_every_matrix_and_norm_of_the_fp32_mast
                if torch.is_tensor(s) and s.is_floating_point())
     # the sampler gets bf16 weights; the checkpoint keeps the float32 masters
     assert {v.dtype for v in learner.state_dict(torch.bfloat16).values()} == {torch.bfloat16}
-    path = save_checkpoint(tmp_path, 1, model, tok, learner.optimizer, {})
+    path = save_checkpoint(tmp_path, 1, model, tok, learner.optimizer, {}, serve_dtype=torch.bfloat16)
     reloaded, _ = load_policy(path, "float32")
     for name, p in reloaded.named_parameters():
         assert torch.equal(p, dict(model.named_parameters())[name].detach()), name
+    # beside them, serve/: the same model in the compute dtype, the folder to serve
+    from safetensors import safe_open
+
+    served = next((path / "serve").glob("*.safetensors"))
+    with safe_open(str(served), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.bfloat16}
+        for k in f.keys():
+            assert torch.equal(f.get_tensor(k), model.state_dict()[k].detach().to(torch.bfloat16)), k
+    assert served.stat().st_size < 0.6 * next(path.glob("*.safetensors")).stat().st_size
+    serve_model, _ = load_policy(path / "serve", "bfloat16")  # an ordinary HF folder, tokenizer included
+    assert serve_model.dtype == torch.bfloat16
 
 
 def test_the_learner_refuses_low_precision_parameters(tiny_model_path):

@@ -15,12 +15,17 @@ from typing import Any
 import torch
 
 PREFIX = "iter_"
+#: the checkpoint's subfolder with the model in the compute dtype, for serving
+SERVE = "serve"
 
 def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenizer: Any, optimizer: Any | None,
-                    state: dict[str, Any], critic: Any | None = None) -> Path:
+                    state: dict[str, Any], critic: Any | None = None, serve_dtype: torch.dtype | None = None) -> Path:
     """Write the checkpoint of ``iteration``; written to a temporary name first so a crash leaves none half-done.
 
-    PPO's ``critic`` (its head, and its backbone when it has its own) goes to ``critic.pt``.
+    The folder holds the float32 masters (a resume loses nothing); with ``serve_dtype`` (the compute dtype, when
+    it is not float32) a ``serve/`` folder beside them holds the same model in that dtype, half the size, the one
+    to serve (``vllm serve .../serve``). PPO's ``critic`` (its head, and its backbone when it has its own) goes to
+    ``critic.pt``.
     """
     root = Path(output_dir) / "checkpoints"
     final = root / f"{PREFIX}{iteration:06d}"
@@ -28,6 +33,14 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    if serve_dtype is not None and serve_dtype != torch.float32:
+        weights = {k: v.detach().to(serve_dtype) if v.is_floating_point() else v
+                   for k, v in model.state_dict().items()}
+        model.save_pretrained(tmp / SERVE, state_dict=weights)
+        tokenizer.save_pretrained(tmp / SERVE)
+        config = json.loads((tmp / SERVE / "config.json").read_text())
+        config["torch_dtype"] = config["dtype"] = str(serve_dtype).removeprefix("torch.")
+        (tmp / SERVE / "config.json").write_text(json.dumps(config, indent=2))
     if optimizer is not None:
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     if critic is not None:

@@ -254,6 +254,9 @@ class TrainerConfig:
     eval_temperature: float = 0.0
     # save a checkpoint every N iterations (0: only at the end)
     checkpoint_every: int = 0
+    # each checkpoint also holds serve/: the model in model.dtype (the compute dtype) for serving, beside the
+    # float32 masters the run resumes from (only when model.dtype is not float32)
+    serving_copy: bool = True
     # resume from the run folder's latest checkpoint if there is one; refused unless the config equals the
     # checkpoint's in every field but gem_train.run_folder.RESUMABLE (iterations, evaluation, device, logging,
     # experiment.*). false: start over in the folder (its checkpoints, model_init and tensorboard are removed)

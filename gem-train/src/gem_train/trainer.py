@@ -557,6 +557,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                         stream.next_group if stream is not None else 0))
             if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
                 save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer, run.record,
+                                serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
                                 critic=learner.critic)
     finally:
         if stream is not None:
