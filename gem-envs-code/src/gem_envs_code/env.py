@@ -239,6 +239,15 @@ class CodeEnv(DatasetEnv):
             return f"```python\ndef {problem.entry_point}(*args, **kwargs):\n    {body}\n```"
         return "```python\nprint(input())\n```" if choice == 1 else "```python\nprint(0)\n```"
 
+    def audit_answers(self) -> tuple[str | None, str]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the data's reference
+        solution where it has one, and a program that fails every test. Without it the audit's baseline
+        would be :meth:`sample_random_action`, a third of which is out of format on purpose, so that any
+        in-format answer "beat" it (code:MBPP: five strategies flagged for +0.034)."""
+        canonical = self.problem.meta.get("canonical")
+        right = f"```python\n{canonical}\n```" if canonical else None
+        return right, "```python\nraise NotImplementedError\n```"
+
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
         return {**super().get_state(), "turn": self._turn, "done": self._done}
