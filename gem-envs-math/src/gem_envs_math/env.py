@@ -161,6 +161,22 @@ class MathEnv(DatasetEnv):
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(0, 100)}}}"
 
+    def audit_answers(self) -> tuple[str, str]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`)."""
+        return audit_answers(self.answer)
+
+
+#: an in-format answer no problem of ours has (gem audit's honest baseline)
+WRONG_ANSWERS = ("-987654321", "-123456789")
+
+
+def audit_answers(reference: object) -> tuple[str, str]:
+    """The boxed reference answer and a boxed number that is not it: with them ``gem audit`` compares every
+    strategy with a wrong answer (no lucky hits) and calls one severe when it earns what the right one does."""
+    right = str(reference[0] if isinstance(reference, list) and reference else reference)
+    wrong = WRONG_ANSWERS[0] if right.strip() != WRONG_ANSWERS[0] else WRONG_ANSWERS[1]
+    return f"\\boxed{{{right}}}", f"\\boxed{{{wrong}}}"
+
 
 def _text(action: object) -> str:
     return action if isinstance(action, str) else str(action)

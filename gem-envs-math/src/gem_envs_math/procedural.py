@@ -22,7 +22,7 @@ import gem
 from gem.conventions import FORMAT_ERROR
 from gem.core import StepResult
 from gem.reward_range import graded
-from gem_envs_math.env import TERMINAL_STATE
+from gem_envs_math.env import TERMINAL_STATE, audit_answers
 from gem_envs_math.grading import grade
 
 DIFFICULTIES = {"easy": 1, "medium": 2, "hard": 3}
@@ -259,6 +259,10 @@ class ProceduralMathEnv(gem.Env):
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(-20, 100)}}}"
+
+    def audit_answers(self) -> tuple[str, str]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`)."""
+        return audit_answers(self.answer)
 
     def get_state(self) -> dict[str, Any]:
         return {"rng": self.rng_state(), "topic": self.topic, "question": self.question, "answer": self.answer}
