@@ -84,3 +84,12 @@ def test_the_command_line(tmp_path):
 def test_bad_plan_options_are_one_line(bad):
     with pytest.raises((SystemExit, ValueError)):
         main(["experiment=paper_games", "model.path=/nowhere", bad])
+
+
+def test_fsdp_divides_the_learners_weights_gradients_and_optimizer_by_the_gpus(tmp_path, capsys):
+    path = model_dir(tmp_path, "4B")
+    assert main(["experiment=paper_math", f"model.path={path}", "gpu_memory=40GiB"]) == 1
+    assert "trainer.strategy=fsdp with more GPUs" in capsys.readouterr().out
+    assert main(["experiment=paper_math", f"model.path={path}", "gpu_memory=40GiB", "trainer.strategy=fsdp",
+                 "gpus=8", "rollout.vllm.gpu_memory_utilization=0.3"]) == 0
+    assert "AdamW moments (float32, 1/8)" in capsys.readouterr().out

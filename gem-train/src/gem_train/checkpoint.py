@@ -19,30 +19,32 @@ PREFIX = "iter_"
 SERVE = "serve"
 
 def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenizer: Any, optimizer: Any | None,
-                    state: dict[str, Any], critic: Any | None = None, serve_dtype: torch.dtype | None = None) -> Path:
+                    state: dict[str, Any], critic: Any | None = None, serve_dtype: torch.dtype | None = None,
+                    weights: dict[str, torch.Tensor] | None = None) -> Path:
     """Write the checkpoint of ``iteration``; written to a temporary name first so a crash leaves none half-done.
 
     The folder holds the float32 masters (a resume loses nothing); with ``serve_dtype`` (the compute dtype, when
     it is not float32) a ``serve/`` folder beside them holds the same model in that dtype, half the size, the one
     to serve (``vllm serve .../serve``). PPO's ``critic`` (its head, and its backbone when it has its own) goes to
-    ``critic.pt``.
+    ``critic.pt``. A sharded (fsdp) learner passes the gathered ``weights`` and, as ``optimizer``, the gathered
+    optimizer state (a dict) instead of the objects.
     """
     root = Path(output_dir) / "checkpoints"
     final = root / f"{PREFIX}{iteration:06d}"
     tmp = root / f".tmp_{PREFIX}{iteration:06d}"
     tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, state_dict=weights)
     tokenizer.save_pretrained(tmp)
     if serve_dtype is not None and serve_dtype != torch.float32:
-        weights = {k: v.detach().to(serve_dtype) if v.is_floating_point() else v
-                   for k, v in model.state_dict().items()}
-        model.save_pretrained(tmp / SERVE, state_dict=weights)
+        served = {k: v.detach().to(serve_dtype) if v.is_floating_point() else v
+                  for k, v in (weights if weights is not None else model.state_dict()).items()}
+        model.save_pretrained(tmp / SERVE, state_dict=served)
         tokenizer.save_pretrained(tmp / SERVE)
         config = json.loads((tmp / SERVE / "config.json").read_text())
         config["torch_dtype"] = config["dtype"] = str(serve_dtype).removeprefix("torch.")
         (tmp / SERVE / "config.json").write_text(json.dumps(config, indent=2))
     if optimizer is not None:
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(optimizer if isinstance(optimizer, dict) else optimizer.state_dict(), tmp / "optimizer.pt")
     if critic is not None:
         torch.save(critic.state_dict(), tmp / "critic.pt")
     (tmp / "trainer_state.json").write_text(json.dumps({"iteration": iteration, **state}, indent=1))
@@ -63,10 +65,15 @@ def load_trainer_state(checkpoint: str | Path) -> dict[str, Any]:
     return json.loads((Path(checkpoint) / "trainer_state.json").read_text())
 
 def load_optimizer(checkpoint: str | Path, optimizer: Any) -> None:
-    """Restore the optimiser saved with the checkpoint (the one after SFT has none: RL starts afresh)."""
+    """Restore the optimiser saved with the checkpoint (the one after SFT has none: RL starts afresh); a
+    learner restores it itself (sharded, each rank takes its shard of the whole state)."""
     path = Path(checkpoint) / "optimizer.pt"
     if path.exists():
-        optimizer.load_state_dict(torch.load(path, weights_only=True))
+        state = torch.load(path, weights_only=True)
+        if hasattr(optimizer, "load_optimizer_state"):
+            optimizer.load_optimizer_state(state)
+        else:
+            optimizer.load_state_dict(state)
 
 
 def load_critic(checkpoint: str | Path, critic: Any) -> None:

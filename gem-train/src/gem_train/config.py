@@ -254,6 +254,10 @@ class TrainerConfig:
     eval_temperature: float = 0.0
     # save a checkpoint every N iterations (0: only at the end)
     checkpoint_every: int = 0
+    # how the learner is data-parallel under torchrun: ddp (every rank holds the whole model and optimizer) or
+    # fsdp (FSDP2: each rank holds 1/world of the float32 weights, gradients and AdamW state; decoder layers are
+    # gathered one at a time); no effect in one process
+    strategy: str = "ddp"
     # each checkpoint also holds serve/: the model in model.dtype (the compute dtype) for serving, beside the
     # float32 masters the run resumes from (only when model.dtype is not float32)
     serving_copy: bool = True
@@ -435,6 +439,11 @@ def validate(cfg: TrainConfig) -> None:
            "self-play games run under gem's multi-agent runner, which does not stream episodes: set it false")
     _check(r.max_staleness is None or r.max_staleness >= 0, "rollout.max_staleness",
            f"must be >= 0 (0: only turns of the current weights) or null, got {r.max_staleness}")
+    _check(t.strategy in ("ddp", "fsdp"), "trainer.strategy", f"must be ddp or fsdp, got {t.strategy!r}")
+    _check(t.strategy != "fsdp" or not algorithm.learns_critic, "trainer.strategy",
+           f"fsdp shards the policy only; {a.name}'s critic needs trainer.strategy=ddp")
+    _check(t.strategy != "fsdp" or t.sft.episodes == 0, "trainer.strategy",
+           "fsdp trains without an SFT warm start (the paper's setting): set trainer.sft.episodes=0, or use ddp")
     _check(t.iterations >= 0, "trainer.iterations", f"must be >= 0, got {t.iterations}")
     _check(t.lr > 0, "trainer.lr", f"must be > 0, got {t.lr}")
     _check(len(t.adam_betas) == 2 and all(0.0 <= b < 1.0 for b in t.adam_betas), "trainer.adam_betas",

@@ -186,3 +186,22 @@ def data_parallel(module: torch.nn.Module) -> torch.nn.Module:
     no_buffer_sync = "forward_sync_buffers" if "forward_sync_buffers" in options else "broadcast_buffers"
     device = next(module.parameters()).device
     return ddp(module, device_ids=[device] if device.type == "cuda" else None, **{no_buffer_sync: False})
+
+
+def fully_sharded(model: torch.nn.Module, root: torch.nn.Module) -> torch.nn.Module:
+    """FSDP2 (``trainer.strategy=fsdp``): each decoder layer of ``model`` (``model.model.layers``) a unit of its
+    own, then ``root`` (the embeddings, the final norm and the head, and the module training runs through), so
+    each rank holds 1/world of the float32 weights, their gradients and AdamW's moments, and a forward gathers
+    one layer at a time. The gradients are averaged over the ranks as under DDP."""
+    from torch.distributed.fsdp import fully_shard
+
+    for layer in getattr(getattr(model, "model", None), "layers", None) or []:
+        fully_shard(layer)
+    fully_shard(root)
+    return root
+
+
+def full_tensor(value: torch.Tensor) -> torch.Tensor:
+    """A sharded (DTensor) parameter gathered whole on every rank (a collective); any other tensor as it is."""
+    gather = getattr(value, "full_tensor", None)
+    return gather() if gather is not None else value

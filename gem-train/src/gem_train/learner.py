@@ -120,9 +120,13 @@ class Learner:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             model.config.use_cache = False
         self.module = ActorCritic(model, critic, chunk=trainer.logprob_chunk)
-        # the module every training forward pass goes through: under torchrun, DDP around ``module``
-        self.net: torch.nn.Module = distributed.data_parallel(self.module)
-        self.parallel = self.net is not self.module
+        #: FSDP2 under torchrun (``trainer.strategy=fsdp``): the parameters are shards (DTensors) from here on
+        self.sharded = trainer.strategy == "fsdp" and distributed.active()
+        # the module every training forward pass goes through: under torchrun, DDP around ``module``, or ``module``
+        # itself sharded in place
+        self.net: torch.nn.Module = (distributed.fully_sharded(model, self.module) if self.sharded
+                                     else distributed.data_parallel(self.module))
+        self.parallel = self.sharded or self.net is not self.module
         lr = lr if lr is not None else trainer.lr
         groups = [{"params": list(model.parameters()), "lr": lr}]
         if critic is not None:
@@ -179,6 +183,12 @@ class Learner:
             chunks = _token_chunks(items, [len(samples[i].prompt_ids) + len(samples[i].response_ids)
                                            for i in items], size, budget)
         chunks = chunks or ([[]] if self.parallel else [])
+        if self.sharded:
+            # every forward gathers each layer from all ranks: the ranks run as many micro-batches as the one with
+            # the most (the others join with empty ones), and the gradients are reduced in each backward
+            most = max(distributed.all_gather(len(chunks)))
+            yield from chunks + [[] for _ in range(most - len(chunks))]
+            return
         unsynced = self.net.no_sync if self.parallel else contextlib.nullcontext
         for k, chunk in enumerate(chunks):
             with unsynced() if k < len(chunks) - 1 else contextlib.nullcontext():
@@ -200,7 +210,9 @@ class Learner:
         """Clip the policy's (and separately the critic's) gradient norm, step, zero; returns the norms."""
         clip = self.trainer.max_grad_norm
         limit = clip if clip is not None else float("inf")
-        norms = {"grad_norm": float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), limit))}
+        # a sharded model's norm is a DTensor: the whole gradient's, gathered
+        norms = {"grad_norm": float(distributed.full_tensor(torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                                                                            limit)))}
         if self.critic is not None:
             norms["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.critic.parameters(), limit))
         self.optimizer.step()
@@ -312,6 +324,29 @@ class Learner:
 
     def state_dict(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
         """The model's weights, detached, for the engine: in ``dtype`` (the sampler's) when given, else the
-        float32 masters."""
-        return {k: v.detach() if dtype is None or not v.is_floating_point() else v.detach().to(dtype)
-                for k, v in self.model.state_dict().items()}
+        float32 masters. Sharded (fsdp), each weight is gathered whole and cast in turn, one at a time, on every
+        rank: a collective every rank calls."""
+        out = {}
+        for k, v in self.model.state_dict().items():
+            v = distributed.full_tensor(v.detach())
+            out[k] = v if dtype is None or not v.is_floating_point() else v.to(dtype)
+        return out
+
+    def optimizer_state(self) -> dict[str, Any]:
+        """The optimizer's state as a checkpoint holds it: sharded (fsdp), gathered whole and keyed by parameter
+        name (a collective every rank calls; rank 0 gets it, the others an empty dict)."""
+        if not self.sharded:
+            return self.optimizer.state_dict()
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        return get_optimizer_state_dict(self.module, self.optimizer,
+                                        options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def load_optimizer_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`optimizer_state` (every rank passes the whole state it read)."""
+        if not self.sharded:
+            self.optimizer.load_state_dict(state)
+            return
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        set_optimizer_state_dict(self.module, self.optimizer, state, options=StateDictOptions(full_state_dict=True))

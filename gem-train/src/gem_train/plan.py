@@ -11,9 +11,11 @@ counts. vLLM sleeps during the update on a GPU, so the peak is the larger of the
 generation (the learner's weights and moments beside vLLM's share). Exits 1, naming the fields to change, when the
 peak does not fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
 
-The learner is data-parallel (DDP): every GPU holds the whole model and optimizer, so ``gpus`` divides the batch,
-not the memory (FSDP is not built yet). These are estimates from the shapes (within some 10 %: allocator slack,
-CUDA context and temporaries are not counted), meant to tell a config that cannot fit from one that may.
+With ``trainer.strategy=ddp`` every GPU holds the whole model and optimizer, so ``gpus`` divides the batch, not the
+memory; with ``fsdp`` each GPU holds 1/``gpus`` of the float32 weights, their gradients and AdamW's moments (a
+layer is gathered whole only while it computes, and the sampler's copy is whole). These are estimates from the
+shapes (within some 10 %: allocator slack, CUDA context and temporaries are not counted), meant to tell a config
+that cannot fit from one that may.
 """
 
 from __future__ import annotations
@@ -95,7 +97,11 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
     activations = boundaries + per_layer if t.gradient_checkpointing else per_layer * shape.layers
     positions = min(t.logprob_chunk, tokens) if t.logprob_chunk else tokens
     logits = positions * shape.vocab * 4 * 3  # fp32 logits, their log-softmax and its exp for the entropy
-    rows = [("master weights (float32)", 4 * p), ("gradients (float32)", 4 * p), ("AdamW moments (float32)", 8 * p)]
+    # fsdp shards the float32 weights, their gradients and AdamW's moments over the GPUs; ddp copies them
+    shards = gpus if t.strategy == "fsdp" else 1
+    part = f", 1/{shards}" if shards > 1 else ""
+    rows = [(f"master weights (float32{part})", 4 * p // shards), (f"gradients (float32{part})", 4 * p // shards),
+            (f"AdamW moments (float32{part})", 8 * p // shards)]
     if compute != 4:
         rows.append((f"autocast copies ({cfg.model.dtype})", compute * p))
     rows += [(f"activations, {tokens} tokens" + (" (checkpointed)" if t.gradient_checkpointing else ""),
@@ -117,7 +123,10 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
         if r.engine in _VLLM:
             fixes.append(f"rollout.vllm.gpu_memory_utilization (now {r.vllm.gpu_memory_utilization:g}: with the "
                          "learner's weights and AdamW moments beside it)")
-        fixes.append("a larger GPU (gpu_memory=...); more GPUs do not help yet: the learner is DDP, not FSDP")
+        if t.strategy != "fsdp":
+            fixes.append("trainer.strategy=fsdp with more GPUs (gpus=N): each holds 1/N of the weights, gradients "
+                         "and optimizer")
+        fixes.append("a larger GPU (gpu_memory=...)")
     return rows, fixes
 
 

@@ -515,7 +515,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
         learner = run.learner(algorithm=algorithm)
         algorithm.bind(learner)
         if run.checkpoint is not None:
-            load_optimizer(run.checkpoint, learner.optimizer)
+            load_optimizer(run.checkpoint, learner)
         logged = read_metrics(run.out / "metrics.jsonl") if main else []
         if main and t.eval_every > 0 and not any(r["kind"] == "eval" and r.get("iteration") == start_iteration
                                                  for r in logged):
@@ -534,9 +534,11 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             batch = run.shards.learner_share(batch)
             update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
+            # sharded, gathering the weights is a collective: every rank takes part, engine or not
+            weights = learner.state_dict(DTYPES[cfg.model.dtype]) if engine is not None or learner.sharded else None
             if engine is not None:
                 wake(engine)
-                engine.load_weights(learner.state_dict(DTYPES[cfg.model.dtype]))
+                engine.load_weights(weights)
             if stream is not None:
                 stream.advance()
             t3 = time.perf_counter()
@@ -555,10 +557,13 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                 if cfg.rollout.carry_over:  # a resumed run's stream starts after every rank's started groups
                     run.record["stream_next_group"] = max(distributed.all_gather(
                         stream.next_group if stream is not None else 0))
-            if main and ((t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations):
-                save_checkpoint(run.out, iteration, run.model, run.tokenizer, learner.optimizer, run.record,
-                                serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
-                                critic=learner.critic)
+            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+                # sharded, the float32 weights and the optimizer are gathered first, by every rank
+                gathered = (learner.state_dict(), learner.optimizer_state()) if learner.sharded else (None, None)
+                if main:
+                    save_checkpoint(run.out, iteration, run.model, run.tokenizer, gathered[1] or learner.optimizer,
+                                    run.record, serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
+                                    critic=learner.critic, weights=gathered[0])
     finally:
         if stream is not None:
             stream.close()

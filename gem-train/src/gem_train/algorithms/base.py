@@ -52,6 +52,8 @@ class Algorithm:
     grouped: ClassVar[bool] = False
     #: whether it discounts by ``algo.gamma``; one that does not requires ``gamma == 1`` (an undiscounted return)
     discounts: ClassVar[bool] = True
+    #: whether it learns a critic (PPO): its :attr:`critic` is then set
+    learns_critic: ClassVar[bool] = False
     #: PPO's value model; the learner trains it beside the policy
     critic: Critic | None = None
 

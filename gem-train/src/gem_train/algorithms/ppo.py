@@ -113,6 +113,7 @@ class PPO(Algorithm):
     """
 
     name = "ppo"
+    learns_critic = True
 
     def __init__(self, cfg: AlgoConfig, policy: Any = None, checkpoint: Path | None = None,
                  encode: Callable[[Any], list[int]] | None = None, max_model_len: int | None = None,
