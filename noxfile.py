@@ -290,6 +290,8 @@ def gpu_smoke(session: nox.Session) -> None:
 
 #: the id prefixes `nox -s audit` covers, one session each (run one part: nox -s "audit(family='game')")
 AUDIT_FAMILIES = ["game", "rg", "math", "code", "qa", "logic", "multi", "terminal", "webshop", "eval"]
+#: findings documented as the env's intended behaviour in its suite's README (id/strategy): shown, not failed
+AUDIT_ALLOW = ["rg:acre/numbers"]
 
 
 @nox.session
@@ -311,7 +313,8 @@ def audit(session: nox.Session, family: str) -> None:
         session.skip(f"no {family}: ids registered")
     out = ROOT / "runs" / "audit"
     out.mkdir(parents=True, exist_ok=True)
-    session.run("gem", "audit", *ids, "--json", str(out / f"{family}.json"), *session.posargs)
+    allow = [f"--allow={finding}" for finding in AUDIT_ALLOW if finding.startswith(f"{family}:")]
+    session.run("gem", "audit", *ids, "--json", str(out / f"{family}.json"), *allow, *session.posargs)
 
 
 @nox.session

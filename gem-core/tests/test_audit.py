@@ -102,6 +102,13 @@ def test_partial_payment_for_the_empty_action_is_flagged_but_not_severe(gem_regi
     assert "whitespace" not in flagged
 
 
+def test_a_documented_finding_is_shown_but_does_not_fail(gem_registry, capsys):
+    gem.register("hack:EmptyHalf-v0", EmptyPaysHalf)
+    assert main(["hack:EmptyHalf-v0", "--episodes", "8", "--allow", "hack:EmptyHalf-v0/empty"]) == 0
+    assert "flagged empty" in capsys.readouterr().out
+    assert main(["hack:EmptyHalf-v0", "--episodes", "8", "--allow", "hack:EmptyHalf-v0/long"]) == 1
+
+
 def test_honest_env_passes(gem_registry, capsys):
     gem.register("honest:Count-v0", CountEnv)
     assert main(["honest:Count-v0", "--episodes", "16"]) == 0
