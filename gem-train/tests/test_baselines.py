@@ -35,7 +35,8 @@ def test_every_baseline_composes_at_both_scales(name):
     assert tiny.model.name == "tiny" and tiny.rollout.engine == "hf" and tiny.trainer.sft.episodes > 0
     assert tiny.experiment.name == f"baselines_{name}"
     paper = _compose(name, "scale=paper", "model.path=/models/paper")
-    assert paper.model.name == "hf" and paper.rollout.engine == "vllm" and paper.trainer.device == "cuda"
+    assert paper.model.name == "hf" and paper.rollout.engine == "vllm_async" and paper.trainer.device == "cuda"
+    assert paper.rollout.carry_over  # continuous batching across iterations (issue 35)
     assert paper.model.hub_name in ("Qwen/Qwen3-1.7B-Base", "Qwen/Qwen3-4B-Base")
     assert (paper.rollout.max_tokens, paper.trainer.lr, paper.trainer.sft.episodes) == (4096, 1e-6, 0)
     assert paper.env == tiny.env and paper.algo.gamma == tiny.algo.gamma  # the same env and discount
@@ -110,3 +111,37 @@ def test_progress_reads_where_a_run_is(tmp_path):
         f.write(json.dumps({"kind": "eval", "iteration": 0}) + "\n" + json.dumps({"kind": "train", "iteration": 3})
                 + "\n")
     assert progress(job) == "iteration 3/7"
+
+
+def test_the_paper_mode_gives_each_baseline_its_own_model(tmp_path):
+    """scale=paper: every preset at the paper scale with the model its hub_name names, under models=; a missing
+    model stops the plan before any run starts (issue 35, point 7)."""
+    from gem_train.baselines import BaselinesConfig, plan
+
+    models = tmp_path / "models"
+    cfg = BaselinesConfig(baselines=["sudoku", "qa_triviaqa"], out=str(tmp_path / "out"), scale="paper",
+                          models=str(models))
+    with pytest.raises(SystemExit, match="no model at"):
+        plan(cfg)
+    for name in ("Qwen3-1.7B-Base", "Qwen3-4B-Base"):
+        (models / name).mkdir(parents=True)
+        (models / name / "config.json").write_text("{}")
+    sudoku, qa = plan(cfg)
+    assert "scale=paper" in sudoku.args and f"model.path={models / 'Qwen3-1.7B-Base'}" in sudoku.args
+    assert f"model.path={models / 'Qwen3-4B-Base'}" in qa.args
+
+
+def test_a_baselines_run_that_trains_nothing_exits_non_zero(tmp_path, capsys):
+    """Issue 35, point 7: a run that finished without one update (trainer.iterations=0) was a row of start
+    figures and exit 0, so a paper-mode invocation that trained nothing looked like a result; a folder where no
+    baseline finished (no row) exits 1 too."""
+    from gem_train.baselines import main
+
+    args = ["baselines=[math_arithmetic]", "jobs=1", f"out={tmp_path / 'b'}",
+            "overrides=[trainer.iterations=0,trainer.eval_episodes=4,trainer.sft.episodes=8,trainer.sft.epochs=1,"
+            "model.tiny.corpus_episodes=4]"]
+    assert main(args) == 1
+    assert "trained nothing (no update): math_arithmetic" in capsys.readouterr().err
+    assert main(["baselines=[sudoku]", "jobs=1", f"out={tmp_path / 'c'}",
+                 "overrides=[trainer.iterations=0,experiment.output_dir=/proc/none]"]) == 1
+    assert "no baseline has finished" in capsys.readouterr().err

@@ -134,3 +134,85 @@ def test_a_comparison_that_trains_nothing_exits_non_zero_and_warm_start_false_is
     assert main([*args, "warm_start=false", f"out={tmp_path / 'b'}"]) == 0
     results = json.loads((tmp_path / "b" / "compare.json").read_text())["results"]["smoke"]
     assert results["rebn"]["seeds"]["0"]["iterations"] == [0, 1]
+
+
+def _model_folder(root: Path, name: str) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def test_the_paper_mode_gives_each_preset_its_own_model_and_no_warm_start(tmp_path):
+    """Issue 35, point 7: scale=paper composes the paper scale into every run, each preset trains the model its
+    hub_name names (from models=), and nothing is warm-started; a missing model stops the plan first."""
+    models = tmp_path / "models"
+    cfg = CompareConfig(experiments=["compare_guess_the_number", "baselines/math_arithmetic_python"],
+                        algos=["rebn", "grpo"], seeds=[0], out=str(tmp_path / "out"), scale="paper",
+                        models=str(models))
+    with pytest.raises(SystemExit, match=r"compare_guess_the_number trains Qwen/Qwen3-1.7B-Base: no model at "):
+        plan(cfg)
+    small, large = _model_folder(models, "Qwen3-1.7B-Base"), _model_folder(models, "Qwen3-4B-Base")
+    warm, runs = plan(cfg)
+    assert warm == [] and len(runs) == 4
+    for job in runs:
+        assert "scale=paper" in job.args and "trainer.sft.episodes=0" in job.args
+        folder = small if job.experiment.startswith("compare_") else large
+        assert f"model.path={folder}" in job.args
+    own = _model_folder(tmp_path / "mine", "Qwen3-4B-Base")  # a preset's own folder, over models=
+    _, mine = plan(CompareConfig(experiments=["compare_sudoku"], algos=["rebn"], seeds=[0], scale="paper",
+                                 models=str(models), model_paths={"compare_sudoku": str(own)}))
+    assert f"model.path={own}" in mine[0].args
+    with pytest.raises(SystemExit, match="compare_sudoku: no model at .*from model_paths"):
+        plan(CompareConfig(experiments=["compare_sudoku"], scale="paper", models=str(models),
+                           model_paths={"compare_sudoku": str(tmp_path / "none")}))
+    with pytest.raises(SystemExit, match="scale=paper needs models="):
+        plan(CompareConfig(experiments=["compare_sudoku"], scale="paper"))
+    sim_warm, sim_runs = plan(CompareConfig(experiments=["compare_sudoku"], algos=["rebn"], seeds=[0],
+                                            scale="paper_sim", out=str(tmp_path / "sim")))
+    assert sim_warm == [] and "scale=paper_sim" in sim_runs[0].args
+
+
+@pytest.mark.parametrize("preset", ["compare_guess_the_number", "compare_letter_counting", "compare_sudoku",
+                                    "compare_minesweeper"])
+def test_the_compare_presets_take_a_scale(preset):
+    from hydra import compose, initialize_config_module
+
+    from gem_train.cli import to_train_config
+
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        tiny = to_train_config(compose("config", overrides=[f"experiment={preset}"]))
+        paper = to_train_config(compose("config", overrides=[f"experiment={preset}", "scale=paper", "model.path=/m"]))
+        sim = to_train_config(compose("config", overrides=[f"experiment={preset}", "scale=paper_sim"]))
+    assert tiny.model.name == "tiny" and tiny.trainer.sft.episodes > 0  # the preset's own CPU budget, as before
+    assert (paper.model.name, paper.trainer.iterations, paper.rollout.carry_over) == ("hf", 500, True)
+    assert (sim.model.tiny.architecture, sim.trainer.sft.episodes) == ("qwen3", 0)
+    assert tiny.env.id == paper.env.id == sim.env.id and paper.model.hub_name == "Qwen/Qwen3-1.7B-Base"
+
+
+def test_each_run_gets_its_own_gpus(monkeypatch, tmp_path):
+    """Visible GPUs are cut into disjoint slices, one per concurrent run (CUDA_VISIBLE_DEVICES in its
+    environment); a run with several GPUs runs under torchrun, one rank each. No GPU here: the assignment is
+    checked on the commands the runner would start."""
+    from gem_train.compare import Job, gpu_slices, job_command, run_all
+
+    assert gpu_slices(["0", "1", "2", "3"], 1) == [["0"], ["1"], ["2"], ["3"]]
+    assert gpu_slices(["0", "1", "2"], 2) == [["0", "1"]]
+    job = Job("e", "rebn", 0, tmp_path / "j", ["experiment=smoke"])
+    command, env = job_command(job, ["2", "3"])
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3" and "--nproc_per_node=2" in command
+    command, env = job_command(job, ["1"])
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and command[1:3] == ["-m", "gem_train"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    given: list[str] = []
+
+    def fake_run(job, gpus=None):
+        given.append(",".join(gpus))
+        return job, 0, 0.0
+
+    monkeypatch.setattr(compare, "run_job", fake_run)
+    jobs = [Job("e", "rebn", s, tmp_path / f"j{s}", [f"trainer.seed={s}"]) for s in range(6)]
+    assert run_all(jobs, workers=8, gpus_per_job=2) == []
+    assert len(given) == 6 and set(given) <= {"4,5", "6,7"}
+    with pytest.raises(SystemExit, match="gpus_per_job=8 but only 4 GPUs"):
+        run_all(jobs, workers=1, gpus_per_job=8)

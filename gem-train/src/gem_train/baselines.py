@@ -33,7 +33,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from gem_train.compare import Job, finished, last_wins, parse_options, records_env, run_all
+from gem_train.compare import Job, finished, last_wins, parse_options, records_env, run_all, scale_args
 from gem_train.metrics_log import read_metrics
 from gem_train.run_folder import environments_line, last_environment
 
@@ -65,10 +65,20 @@ class BaselinesConfig:
     overrides: list[str] = field(default_factory=list)
     # also write the figure and the table here (the README's copies), e.g. gem-train/docs
     copy_to: str | None = None
+    # the presets' scale: tiny (their default), paper (Qwen3 on GPUs, each preset's own model from `models`) or
+    # paper_sim (the paper path on CPU at small width)
+    scale: str | None = None
+    # with scale=paper: the folder holding each preset's model as <models>/<its model.hub_name's last part>
+    models: str | None = None
+    # with scale=paper: a preset's own model folder, over `models` (model_paths.sudoku=/m/Qwen3-4B-Base)
+    model_paths: dict[str, str] = field(default_factory=dict)
+    # GPUs each run gets (its own); more than one runs it under torchrun, one rank per GPU
+    gpus_per_job: int = 1
 
 
 def plan(cfg: BaselinesConfig) -> list[Job]:
-    """One ReBN run per preset at the tiny scale."""
+    """One ReBN run per preset, at the tiny scale or ``cfg.scale``; a paper-scale preset whose model is missing
+    stops the plan before any run starts."""
     known = presets()
     unknown = [name for name in cfg.baselines if name not in known]
     if unknown:
@@ -77,7 +87,9 @@ def plan(cfg: BaselinesConfig) -> list[Job]:
     for name in cfg.baselines or list(known):
         out = Path(cfg.out) / name
         jobs.append(Job(name, "rebn", cfg.seed, out, last_wins([
-            f"experiment=baselines/{name}", f"trainer.seed={cfg.seed}", "experiment.console=false",
+            f"experiment=baselines/{name}",
+            *scale_args(f"baselines/{name}", cfg.scale, cfg.models, cfg.model_paths.get(name)),
+            f"trainer.seed={cfg.seed}", "experiment.console=false",
             "trainer.tensorboard=false", f"experiment.output_dir={out}", *cfg.overrides])))
     return jobs
 
@@ -165,11 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse(list(sys.argv[1:] if argv is None else argv))
     jobs = plan(cfg)
     started = time.perf_counter()
-    failed = run_all(jobs, cfg.jobs)
+    failed = run_all(jobs, cfg.jobs, cfg.gpus_per_job)
     families = presets()
     # the table and the figure hold every preset finished in this folder with these overrides, those of earlier
     # invocations too: running one preset adds its row, it never replaces the others
-    every = plan(BaselinesConfig(baselines=[], seed=cfg.seed, jobs=cfg.jobs, out=cfg.out, overrides=cfg.overrides))
+    every = plan(BaselinesConfig(baselines=[], seed=cfg.seed, jobs=cfg.jobs, out=cfg.out, overrides=cfg.overrides,
+                                 scale=cfg.scale, models=cfg.models, model_paths=cfg.model_paths))
     results = {job.experiment: summary for job in every
                if (job.out / "done.json").exists() and finished(job)
                and (summary := summarize(job, families[job.experiment])) is not None}
@@ -192,6 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({(time.perf_counter() - started) / 60:.1f} min)")
     if failed:
         print(f"{len(failed)} runs failed: " + ", ".join(j.name for j in failed), file=sys.stderr)
+        return 1
+    # a run that finished without one update (trainer.iterations=0, say) is no baseline: its row is the start
+    untrained = [j.experiment for j in jobs if not (j.out / "metrics.jsonl").exists()
+                 or not any(r["kind"] == "train" for r in read_metrics(j.out / "metrics.jsonl"))]
+    if untrained:
+        print(f"{len(untrained)} of {len(jobs)} runs trained nothing (no update): {', '.join(untrained)}",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -11,6 +11,7 @@ it was), so the command can be repeated to redraw the figure::
     python -m gem_train.compare                                  # the README's grid (nox -s compare)
     python -m gem_train.compare seeds=[0] jobs=1 'overrides=[trainer.iterations=4]'
     python -m gem_train.compare experiments=[compare_sudoku] algos=[ppo,rebn]
+    python -m gem_train.compare scale=paper models=/models seeds=[0] jobs=8      # the paper's: GPUs, no warm start
 
 Writes ``<out>/compare.png`` (held-out return against iteration, mean over seeds with
 a band of one standard deviation), ``<out>/compare.md`` (the table) and
@@ -23,6 +24,7 @@ import functools
 import json
 import math
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -80,6 +82,16 @@ class CompareConfig:
     # one SFT warm start per env and seed that every algorithm starts from (the tiny scale's protocol); false:
     # the paper's, every run starts from the preset's own model (model.path) with no warm start
     warm_start: bool = True
+    # the presets' scale: null (their own CPU budget), paper (the paper's: Qwen3 on GPUs, each preset's model from
+    # `models`, no warm start) or paper_sim (the paper path on CPU at small width, no warm start)
+    scale: str | None = None
+    # with scale=paper: the folder holding each preset's model as <models>/<its model.hub_name's last part>
+    # (models=/models -> /models/Qwen3-1.7B-Base)
+    models: str | None = None
+    # with scale=paper: a preset's own model folder, over `models` (model_paths.compare_sudoku=/m/Qwen3-4B-Base)
+    model_paths: dict[str, str] = field(default_factory=dict)
+    # GPUs each run gets (CUDA_VISIBLE_DEVICES, its own); more than one runs it under torchrun, one rank per GPU
+    gpus_per_job: int = 1
 
 
 @dataclass
@@ -111,20 +123,55 @@ def sft_dir(cfg: CompareConfig, experiment: str, seed: int) -> Path:
     return Path(cfg.out) / experiment / "sft" / f"seed{seed}"
 
 
+SCALES = ("paper", "paper_sim")
+
+
+def scale_args(experiment: str, scale: str | None, models: str | None, own: str | None = None) -> list[str]:
+    """The overrides that run preset ``experiment`` at ``scale``: ``scale=...`` and, for the paper's, the preset's
+    own model (``own`` when given, else ``<models>/<model.hub_name's last part>``), whose folder must hold a
+    ``config.json``."""
+    if scale is None:
+        return []
+    if scale not in SCALES:
+        raise SystemExit(f"scale: must be one of {', '.join(SCALES)} (or left out), got {scale!r}")
+    if scale != "paper":
+        return [f"scale={scale}"]
+    if own:
+        path = Path(own)
+        if not (path / "config.json").is_file():
+            raise SystemExit(f"preset {experiment}: no model at {path} (no config.json there), from model_paths")
+        return ["scale=paper", "model.name=hf", f"model.path={path}"]
+    if not models:
+        raise SystemExit("scale=paper needs models=FOLDER: the folder holding each preset's model "
+                         "(models=/models -> /models/Qwen3-1.7B-Base); nothing is downloaded")
+    record = _composed_record((f"experiment={experiment}",))
+    hub = (record or {}).get("model", {}).get("hub_name")
+    if not hub:
+        raise SystemExit(f"preset {experiment} names no model.hub_name: pass its model.path in overrides")
+    path = Path(models) / hub.rsplit("/", 1)[-1]
+    if not (path / "config.json").is_file():
+        raise SystemExit(f"preset {experiment} trains {hub}: no model at {path} (no config.json there); put the "
+                         f"weights there or pass another models=")
+    return ["scale=paper", "model.name=hf", f"model.path={path}"]
+
+
 def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
-    """The SFT warm starts and the RL runs of the grid."""
+    """The SFT warm starts and the RL runs of the grid (at a paper scale, no warm start)."""
     warm, runs = [], []
+    warm_start = cfg.warm_start and cfg.scale is None
     for experiment in cfg.experiments:
+        # before any job starts: a missing model says so
+        scaled = scale_args(experiment, cfg.scale, cfg.models, cfg.model_paths.get(experiment))
         for seed in cfg.seeds:
-            base = [f"experiment={experiment}", f"trainer.seed={seed}", "experiment.console=false",
+            base = [f"experiment={experiment}", *scaled, f"trainer.seed={seed}", "experiment.console=false",
                     "trainer.tensorboard=false", *cfg.overrides]
             sft = sft_dir(cfg, experiment, seed)
             start = sft / "checkpoints" / "iter_000000"
-            if cfg.warm_start:
+            if warm_start:
                 warm.append(Job(experiment, None, seed, sft, last_wins([
                     *base, "trainer.iterations=0", "trainer.eval_every=0", f"experiment.output_dir={sft}"])))
             # the paper's protocol: no warm start, the preset's own model
-            origin = ["model.name=hf", f"model.path={start}"] if cfg.warm_start else []
+            origin = ["model.name=hf", f"model.path={start}"] if warm_start else []
             for algo in cfg.algos:
                 out = Path(cfg.out) / experiment / algo / f"seed{seed}"
                 # an env preset's discount is for the algorithms that discount; a group estimator scores the
@@ -177,15 +224,46 @@ def _composed_record(args: tuple[str, ...]) -> dict[str, Any] | None:
 REFUSED = "holds a run with other settings"
 
 
-def run_job(job: Job) -> tuple[Job, int, float]:
-    """Run one gem-train process; its screen output goes to ``<out>/console.log`` (Hydra's
-    own ``gem-train.log`` beside it keeps the same lines with timestamps). A folder whose
+def visible_gpus() -> list[str]:
+    """The GPUs this process may hand out: ``CUDA_VISIBLE_DEVICES``' entries, else every device torch sees."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def gpu_slices(gpus: Sequence[str], per_job: int) -> list[list[str]]:
+    """``gpus`` cut into disjoint slices of ``per_job``, one per concurrent run (a remainder stays idle).
+
+    >>> gpu_slices(["0", "1", "2", "3", "4"], 2)
+    [['0', '1'], ['2', '3']]
+    """
+    return [list(gpus[i:i + per_job]) for i in range(0, len(gpus) - per_job + 1, per_job)]
+
+
+def job_command(job: Job, gpus: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of one run: on its own GPUs (``CUDA_VISIBLE_DEVICES``), under torchrun with
+    one rank per GPU when it has several; on CPU one torch thread."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    launcher = [sys.executable, "-m", "gem_train"]
+    if gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        if len(gpus) > 1:
+            launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={len(gpus)}",
+                        "-m", "gem_train"]
+    return [*launcher, *job.args, "trainer.threads=1"], env
+
+
+def run_job(job: Job, gpus: Sequence[str] | None = None) -> tuple[Job, int, float]:
+    """Run one gem-train process (on ``gpus`` when given); its screen output goes to ``<out>/console.log``
+    (Hydra's own ``gem-train.log`` beside it keeps the same lines with timestamps). A folder whose
     earlier run had other run-defining overrides (gem-train refuses to resume it) is started
     over; one that only needs more iterations resumes."""
     job.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    command = [sys.executable, "-m", "gem_train", *job.args, "trainer.threads=1"]
+    command, env = job_command(job, gpus)
     console = job.out / "console.log"
     with open(console, "w") as log:
         code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -232,14 +310,28 @@ def failure_line(job: Job, code: int) -> str:
     return f"FAILED (exit {code}): {why} (whole log: {console})"
 
 
-def run_all(jobs: Sequence[Job], workers: int) -> list[Job]:
+def run_all(jobs: Sequence[Job], workers: int, gpus_per_job: int = 1) -> list[Job]:
     """Run the jobs not yet finished, ``workers`` at a time; returns the ones that failed. Says when each starts
-    and ends, and every :data:`HEARTBEAT_S` where the running ones are."""
+    and ends, and every :data:`HEARTBEAT_S` where the running ones are. Where GPUs are visible each run gets
+    ``gpus_per_job`` of its own (so at most as many runs at once as there are such slices)."""
     todo = [j for j in jobs if not finished(j)]
     failed: list[Job] = []
     if not todo:
         return failed
-    print(f"{len(todo)} runs to do ({len(jobs) - len(todo)} done already), {workers} at a time", flush=True)
+    slices: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+    gpus = visible_gpus()
+    if gpus:
+        cut = gpu_slices(gpus, gpus_per_job)
+        if not cut:
+            raise SystemExit(f"gpus_per_job={gpus_per_job} but only {len(gpus)} GPUs are visible")
+        workers = min(workers, len(cut))
+        for part in cut:
+            slices.put(part)
+    else:
+        for _ in range(workers):
+            slices.put(None)
+    where = f", {gpus_per_job} GPU(s) each" if gpus else ""
+    print(f"{len(todo)} runs to do ({len(jobs) - len(todo)} done already), {workers} at a time{where}", flush=True)
     running: dict[str, tuple[Job, float]] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -248,9 +340,11 @@ def run_all(jobs: Sequence[Job], workers: int) -> list[Job]:
         with lock:
             running[job.name] = (job, time.perf_counter())
             print(f"  {job.name:<45} started ({job.out / 'console.log'})", flush=True)
+        part = slices.get()
         try:
-            return run_job(job)
+            return run_job(job, part)
         finally:
+            slices.put(part)
             with lock:
                 running.pop(job.name, None)
 
@@ -435,6 +529,8 @@ def parse_options(schema: type[T], argv: Sequence[str], command: str, doc: str |
     assert isinstance(cfg, schema)
     if cfg.jobs < 1:  # type: ignore[attr-defined]
         raise SystemExit(f"{command}: jobs must be >= 1, got {cfg.jobs}")  # type: ignore[attr-defined]
+    if getattr(cfg, "gpus_per_job", 1) < 1:
+        raise SystemExit(f"{command}: gpus_per_job must be >= 1, got {cfg.gpus_per_job}")  # type: ignore[attr-defined]
     return cfg
 
 
@@ -447,10 +543,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse(list(sys.argv[1:] if argv is None else argv))
     warm, runs = plan(cfg)
     started = time.perf_counter()
-    failed = run_all(warm, cfg.jobs)
+    failed = run_all(warm, cfg.jobs, cfg.gpus_per_job)
     warm_done = {(j.experiment, j.seed) for j in warm if finished(j)}
-    ready = [j for j in runs if (j.experiment, j.seed) in warm_done] if cfg.warm_start else runs
-    failed += run_all(ready, cfg.jobs)
+    ready = [j for j in runs if (j.experiment, j.seed) in warm_done] if warm else runs
+    failed += run_all(ready, cfg.jobs, cfg.gpus_per_job)
     out = Path(cfg.out)
     results = collect_results(cfg, runs)
     if not results:
@@ -476,10 +572,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     untrained = [j for j in runs if not finished(j)]
     if untrained or not results:
         why = [f"{j.name}: its warm start left no checkpoint" if (j.experiment, j.seed) not in warm_done
-               and cfg.warm_start else f"{j.name}: did not finish" for j in untrained]
+               and warm else f"{j.name}: did not finish" for j in untrained]
         print(f"{len(untrained) or len(runs)} of {len(runs)} runs did not train"
               + (f" ({'; '.join(why[:3])}{'; ...' if len(why) > 3 else ''})" if why else "")
-              + ("; with no warm start (the paper's protocol) pass warm_start=false" if cfg.warm_start else ""),
+              + ("; with no warm start (the paper's protocol) pass warm_start=false" if warm else ""),
               file=sys.stderr)
         return 1
     return 0
