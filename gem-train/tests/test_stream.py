@@ -200,67 +200,14 @@ def test_train_with_carry_over(tmp_path, gem_registry):
     assert state["stream_next_group"] >= 3 * 4
 
 
-def test_carry_over_is_refused_with_self_play():
-    from gem_train.config import ConfigError, TrainConfig, validate
+def test_self_play_collects_per_iteration_even_at_a_carried_over_scale():
+    """gem's multi-agent runner plays a batch of games at a time: a self-play preset at scale=paper (carry_over
+    on) collects per iteration instead of failing."""
+    from gem_train.config import TrainConfig, carries_over, validate
 
     cfg = TrainConfig()
-    cfg.env.selfplay, cfg.rollout.carry_over = True, True
-    with pytest.raises(ConfigError, match="rollout.carry_over"):
-        validate(cfg)
-
-
-def test_the_engine_sleeps_through_the_update_and_wakes_for_the_weight_load(tmp_path, gem_registry, monkeypatch):
-    """vLLM on a GPU frees its memory while the learner updates: the trainer puts the engine to sleep once the
-    rollout is paused and wakes it just before the new weights load (recorded on the HF engine, which has the
-    same hooks' places; vLLM's own sleep needs a GPU, ``executor_options`` says when it is on)."""
-    from test_train import smoke_config
-
-    import gem_train.trainer as trainer_module
-    from gem_train.engines.hf import HFEngine
-
-    calls: list[str] = []
-
-    class Recording(HFEngine):
-        def generate(self, *args, **kwargs):
-            if not calls or calls[-1] != "generate":
-                calls.append("generate")
-            return super().generate(*args, **kwargs)
-
-        def sleep(self):
-            calls.append("sleep")
-
-        def wake(self):
-            calls.append("wake")
-
-        def load_weights(self, state_dict):
-            calls.append("load")
-            super().load_weights(state_dict)
-
-    monkeypatch.setattr(trainer_module, "make_engine", lambda kind, path, **options: Recording(path, **options))
-    train(smoke_config(tmp_path / "run", "trainer.sft.episodes=0", "trainer.eval_every=0",
-                       "rollout.carry_over=true"))
-    # (the second iteration may train on episodes the first one's slots finished: no generate before its sleep)
-    assert calls[0] == "generate" and calls.count("sleep") == 2
-    for i, call in enumerate(calls):
-        if call == "sleep":
-            assert calls[i + 1:i + 3] == ["wake", "load"]
-
-
-@pytest.mark.parametrize("max_staleness", [1, None])
-def test_the_stream_runs_at_most_max_staleness_iterations_ahead(inline_envs, tokenizer, max_staleness):
-    """With 64 slots and 4 episodes an iteration, the stream begins at most (1 + max_staleness) x 4 episodes
-    ahead, so every trained turn is at most one version old; unbounded (null), it begins all 64 at once and
-    its turns grow stale."""
-    engine = LatencyEngine(tokenizer)
-    ages = []
-    with EpisodeStream(_make_env(tokenizer), _policy(engine, tokenizer), seed_of_group=lambda g: g,
-                       group_size=1, concurrency=64, max_turns=3, loop=VirtualLoop(),
-                       max_staleness=max_staleness) as stream:
-        for _ in range(6):
-            ages += [stream.version - t.version for ep in stream.take(episodes=4) for t in ep.turns]
-            stream.advance()
-        started = stream.begun_groups
-    if max_staleness == 1:
-        assert max(ages) <= 1 and started <= 6 * 4 + 8
-    else:
-        assert started >= 64 and max(ages) >= 2
+    cfg.rollout.carry_over = True
+    assert carries_over(cfg)
+    cfg.env.selfplay = True
+    validate(cfg)
+    assert not carries_over(cfg)

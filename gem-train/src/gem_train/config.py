@@ -181,7 +181,7 @@ class RolloutConfig:
     processes: int | None = None
     # keep episodes in flight across iterations (gem_train.stream): an iteration trains on the first whole groups
     # to finish (episodes_per_iter episodes, or turns_per_iter turns), unfinished episodes carry on under the new
-    # weights; the paper scales' default
+    # weights; the paper scales' default (self-play games, under gem's multi-agent runner, collect per iteration)
     carry_over: bool = False
     # with carry_over: a turn sampled more than this many policy versions ago is not trained on (its reward still
     # counts in its episode's returns; null: every turn is); the others are corrected by truncated importance
@@ -435,8 +435,6 @@ def validate(cfg: TrainConfig) -> None:
     _check(r.processes is None or r.processes >= 1, "rollout.processes", f"must be >= 1 or null, got {r.processes}")
     _check(not cfg.env.selfplay or r.processes is None, "rollout.processes",
            "self-play games run under gem's multi-agent runner, which has no worker processes: leave it null")
-    _check(not (cfg.env.selfplay and r.carry_over), "rollout.carry_over",
-           "self-play games run under gem's multi-agent runner, which does not stream episodes: set it false")
     _check(r.max_staleness is None or r.max_staleness >= 0, "rollout.max_staleness",
            f"must be >= 0 (0: only turns of the current weights) or null, got {r.max_staleness}")
     _check(t.strategy in ("ddp", "fsdp"), "trainer.strategy", f"must be ddp or fsdp, got {t.strategy!r}")
@@ -490,3 +488,10 @@ def to_train_config(cfg: Any) -> TrainConfig:
                           "config.yaml must list gem_train_schema first in its defaults")
     validate(obj)
     return obj
+
+
+def carries_over(cfg: TrainConfig) -> bool:
+    """Whether the run keeps episodes in flight across iterations: ``rollout.carry_over``, except for self-play
+    (gem's multi-agent runner plays a batch of games at a time, so a paper-scale self-play preset collects per
+    iteration)."""
+    return cfg.rollout.carry_over and not cfg.env.selfplay

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -170,6 +170,25 @@ def shard_range(n: int, rank: int, world: int) -> tuple[int, int]:
     size, extra = divmod(n, world)
     start = rank * size + min(rank, extra)
     return start, start + size + (1 if rank < extra else 0)
+
+
+def token_shard_ranges(lengths: Sequence[int], world: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, end)`` shares of items of ``lengths`` tokens, one per rank in rank order, with about
+    the same number of tokens each (an item goes to the rank whose share its middle token falls in), so no rank's
+    update waits on one holding all the long turns.
+
+    >>> token_shard_ranges([100, 10, 10, 10, 10, 60], 2)
+    [(0, 1), (1, 6)]
+    """
+    total = sum(lengths)
+    if total == 0:
+        return [shard_range(len(lengths), r, world) for r in range(world)]
+    owner, before = [], 0
+    for n in lengths:
+        owner.append(min(int((before + n / 2) * world / total), world - 1))
+        before += n
+    starts = [next((i for i, o in enumerate(owner) if o >= r), len(lengths)) for r in range(world)]
+    return [(starts[r], starts[r + 1] if r + 1 < world else len(lengths)) for r in range(world)]
 
 
 def data_parallel(module: torch.nn.Module) -> torch.nn.Module:

@@ -83,8 +83,9 @@ class Shards:
         shares = None
         if self.rank == 0:
             shares = []
-            for r in range(self.world):
-                first, last = distributed.shard_range(len(batch.samples), r, self.world)
+            # contiguous shares (rank order is the one-process order) of about equal tokens, not equal turns
+            tokens = [len(s.prompt_ids) + len(s.response_ids) for s in batch.samples]
+            for first, last in distributed.token_shard_ranges(tokens, self.world):
                 shares.append(Batch(batch.samples[first:last], {k: v[first:last] for k, v in batch.inputs.items()}))
         mine = distributed.scatter(shares)
         return Batch(mine.samples, mine.inputs, batch.metrics)

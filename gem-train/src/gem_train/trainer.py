@@ -33,7 +33,7 @@ from gem.fingerprint import safe_fingerprint
 from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
 from gem_train.checkpoint import load_optimizer, load_trainer_state, save_checkpoint
-from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, check_model_path, validate
+from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, carries_over, check_model_path, validate
 from gem_train.curves import curve_summary, write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
@@ -224,7 +224,7 @@ class _Run:
         cfg = self.cfg
         constant = cfg.algo.norm_constant if cfg.algo.norm_constant is not None else float(cfg.rollout.max_tokens)
         algo = dataclasses.replace(cfg.algo, tis_cap=effective_tis_cap(cfg.algo.tis_cap, cfg.algo.loss,
-                                                                        cfg.rollout.carry_over))
+                                                                        carries_over(cfg)))
         return Learner(self.model, algo, cfg.trainer, cfg.rollout.temperature, constant,
                        self.tokenizer.pad_token_id, lr=lr, seed=cfg.trainer.seed,
                        critic=algorithm.critic if algorithm is not None else None, compute_dtype=cfg.model.dtype)
@@ -348,7 +348,7 @@ def _stream(run: _Run, engine: Engine | None) -> EpisodeStream | None:
     """The run's episode stream (``rollout.carry_over``) on a rank that plays; a resumed run's starts at the
     first group its checkpoint had not started. Each rank plays its own groups (every ``world``-th)."""
     cfg, shards = run.cfg, run.shards
-    if not cfg.rollout.carry_over or engine is None:
+    if not carries_over(cfg) or engine is None:
         return None
     policy = run.policy(engine, cfg.rollout.temperature, derive_seed(cfg.trainer.seed, -1))
     policy.index_offset = shards.rank * 10**12  # the ranks' request seeds apart
@@ -524,7 +524,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
         stream = _stream(run, engine)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
-            rollout = _take_iteration(run, stream) if cfg.rollout.carry_over else _collect_iteration(
+            rollout = _take_iteration(run, stream) if carries_over(cfg) else _collect_iteration(
                 run, engine, iteration)
             t1 = time.perf_counter()
             _report_faults(iteration, rollout)
@@ -554,7 +554,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 summary["last_eval"] = _evaluate(run, engine, iteration)
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
-                if cfg.rollout.carry_over:  # a resumed run's stream starts after every rank's started groups
+                if carries_over(cfg):  # a resumed run's stream starts after every rank's started groups
                     run.record["stream_next_group"] = max(distributed.all_gather(
                         stream.next_group if stream is not None else 0))
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
