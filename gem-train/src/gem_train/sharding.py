@@ -4,7 +4,7 @@ Both ``trainer.distributed.rollout`` modes run the same steps on every rank (col
 share, update) and differ only in who samples:
 
 - ``every_rank``: each rank plays a contiguous share of every wave's groups (whole groups, so GRPO
-  and RLOO need nothing from other ranks) and learns from the turns it played.
+  and RLOO need nothing from other ranks); the prepared turns are then shared out again by tokens.
 - ``rank0``: rank 0 plays every episode and the others none (their part of ReBN's and PPO's
   all-reduced statistics is empty); once the batch is prepared rank 0 hands every rank a
   contiguous share of its turns, advantages and PPO's values with them.
@@ -76,10 +76,20 @@ class Shards:
         return sum(c[self.rank] for c in counts[:-1]) + min(max(turns_per_iter - before, 0), counts[-1][self.rank])
 
     def learner_share(self, batch: Batch) -> Batch:
-        """The turns this rank learns from: those it played (``every_rank``), or its share of rank 0's
-        (``rank0``: a collective; the other ranks pass their empty batch)."""
-        if self.mode != "rank0" or self.world == 1:
+        """The turns this rank learns from (a collective): its contiguous share, of about the same number of
+        tokens as every other rank's, of all ranks' turns in rank order (``every_rank``: the ranks' batches
+        gathered; ``rank0``: rank 0's, the other ranks passing their empty batch). In rank order the shares are
+        still the one-process batch, so the update is the same; no rank waits on one holding the long turns."""
+        if self.world == 1:
             return batch
+        if self.mode != "rank0":
+            batches = distributed.all_gather(Batch(batch.samples, batch.inputs))
+            keys = list(dict.fromkeys(k for b in batches for k in b.inputs))
+            samples = [s for b in batches for s in b.samples]
+            inputs = {k: [v for b in batches for v in b.inputs.get(k, [])] for k in keys}
+            tokens = [len(s.prompt_ids) + len(s.response_ids) for s in samples]
+            first, last = distributed.token_shard_ranges(tokens, self.world)[self.rank]
+            return Batch(samples[first:last], {k: v[first:last] for k, v in inputs.items()}, batch.metrics)
         shares = None
         if self.rank == 0:
             shares = []
