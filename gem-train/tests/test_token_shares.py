@@ -1,5 +1,7 @@
 """Rank shares of a batch balanced by tokens, not by turn counts (issue 35, point 2)."""
 
+from itertools import pairwise
+
 from gem_train.distributed import token_shard_ranges
 
 
@@ -9,7 +11,7 @@ def test_shares_are_contiguous_and_balanced_by_tokens():
     lengths = [1000, 1000, 1000, 10, 10, 10]
     ranges = token_shard_ranges(lengths, 2)
     assert ranges[0][0] == 0 and ranges[-1][1] == len(lengths)
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(a[1] == b[0] for a, b in pairwise(ranges))
     tokens = [sum(lengths[s:e]) for s, e in ranges]
     assert max(tokens) - min(tokens) <= max(lengths)
     assert token_shard_ranges(lengths, 2) == ranges
