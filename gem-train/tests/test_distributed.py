@@ -273,10 +273,11 @@ def test_a_two_rank_fsdp_paper_sim_run_matches_the_one_process_run(tmp_path):
     _compare_runs(single, ranks)
 
 
-def test_a_resumed_fsdp_run_repeats_an_uninterrupted_one(tmp_path):
-    """Sharded, the checkpoint holds the gathered float32 weights and AdamW state, and a resume reshards both."""
+def _whole_and_resumed(tmp_path: Path, *extra: str) -> tuple[Path, Path]:
+    """Two-rank runs of three iterations on Chatter: in one go, and two then a resumed third; their metrics and
+    weights compared. Returns the two run folders."""
     common = ["experiment=smoke", "env=custom", "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter",
-              "trainer.sft.episodes=0", "trainer.strategy=fsdp", "trainer.eval_every=0", "trainer.checkpoint_every=1",
+              "trainer.sft.episodes=0", *extra, "trainer.eval_every=0", "trainer.checkpoint_every=1",
               "trainer.device=cpu", "trainer.tensorboard=false"]
     whole, split = tmp_path / "whole", tmp_path / "split"
     torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={whole}", timeout=300)
@@ -284,24 +285,21 @@ def test_a_resumed_fsdp_run_repeats_an_uninterrupted_one(tmp_path):
     torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={split}", timeout=300)
     assert [r["iteration"] for r in read_metrics(split / "metrics.jsonl")] == [1, 2, 3]
     _compare_runs(whole, split)
+    return whole, split
+
+
+def test_a_resumed_fsdp_run_repeats_an_uninterrupted_one(tmp_path):
+    """Sharded, the checkpoint holds the gathered float32 weights and AdamW state, and a resume reshards both."""
+    whole, split = _whole_and_resumed(tmp_path, "trainer.strategy=fsdp")
     state = torch.load(split / "checkpoints" / "iter_000003" / "optimizer.pt", weights_only=True)
     # gathered from the shards: keyed by parameter name (an unsharded optimizer keys by position)
     assert state["state"] and all(isinstance(k, str) for k in state["state"])
     assert all(v["exp_avg"].dtype == torch.float32 for v in state["state"].values())
 
 
-
 def test_a_resumed_torchrun_run_repeats_an_uninterrupted_one(tmp_path):
     """Two ranks, PPO (the critic is checkpointed too): three iterations in one go, and two then a resumed third."""
-    common = ["experiment=smoke", "env=custom", "env.id=toy:Chatter-v0", "env.entry_point=toy_env:Chatter",
-              "trainer.sft.episodes=0", "algo=ppo", "trainer.eval_every=0", "trainer.checkpoint_every=1",
-              "trainer.device=cpu", "trainer.tensorboard=false"]
-    whole, split = tmp_path / "whole", tmp_path / "split"
-    torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={whole}", timeout=300)
-    torchrun("-m", "gem_train", *common, "trainer.iterations=2", f"experiment.output_dir={split}", timeout=300)
-    torchrun("-m", "gem_train", *common, "trainer.iterations=3", f"experiment.output_dir={split}", timeout=300)
-    assert [r["iteration"] for r in read_metrics(split / "metrics.jsonl")] == [1, 2, 3]
-    _compare_runs(whole, split)
+    whole, split = _whole_and_resumed(tmp_path, "algo=ppo")
     critics = [torch.load(run / "checkpoints" / "iter_000003" / "critic.pt") for run in (whole, split)]
     # as the policy's weights above: equal up to rounding noise (how the engine batches requests depends on timing,
     # and a padded batch's logits move by ulps with its composition; under load this once made them differ)
