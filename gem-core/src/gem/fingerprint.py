@@ -6,8 +6,9 @@ It covers, for the env and every wrapper around it:
   do not count), and of the module-level functions and constants that code names in its own module, followed
   transitively (prompt templates are such constants, or strings in the code itself);
 - the distribution that ships the class and its version (``gem-envs-games 0.1.0``);
-- the constructor arguments: those :func:`gem.make` passed (the spec's defaults with the caller's overrides),
-  or for an env built directly, its attributes named like its ``__init__`` parameters;
+- the constructor arguments: those the env recorded when it was built (``gem.make`` passes the spec's defaults
+  with the caller's overrides), or for an object that records none, its attributes named like its ``__init__``
+  parameters;
 - the data: :meth:`gem.Env.data_fingerprint` (a dataset env's records; ``None`` for an env without data).
 
 Every record GEM writes carries it (``gem eval``'s JSONL and ``run.json``, gem-train's metrics, run folder and
@@ -35,8 +36,6 @@ from typing import Any
 
 #: hex digits of a fingerprint (64 bits)
 LENGTH = 16
-#: where gem.make records the arguments it built the env with (on the innermost env)
-KWARGS_ATTR = "_gem_make_kwargs"
 _CACHE_ATTR = "_gem_fingerprint"
 
 
@@ -151,15 +150,22 @@ def distribution_of(module: str) -> str | None:
 
 
 def constructor_arguments(env: Any) -> dict[str, Any]:
-    """The arguments ``env`` was built with: what :func:`gem.make` recorded, else its attributes named like the
-    parameters of its ``__init__``."""
-    recorded = getattr(env, "__dict__", {}).get(KWARGS_ATTR)
-    if recorded is not None:
-        return dict(recorded)
+    """The arguments ``env`` was built with: those every :class:`gem.Env` records (``_init_args``, what
+    ``spawn`` rebuilds from), else its attributes named like the parameters of its ``__init__``."""
     try:
-        parameters = inspect.signature(type(env).__init__).parameters
+        signature = inspect.signature(type(env).__init__)
     except (TypeError, ValueError):
         return {}
+    recorded = getattr(env, "__dict__", {}).get("_init_args")
+    if recorded is not None:
+        # bound to the signature with its defaults: Guess() and Guess(high=4) are the same env
+        try:
+            bound = signature.bind(env, *recorded[0], **recorded[1])
+        except TypeError:
+            return {"args": list(recorded[0]), **recorded[1]}
+        bound.apply_defaults()
+        return {name: value for name, value in list(bound.arguments.items())[1:]}
+    parameters = signature.parameters
     state = getattr(env, "__dict__", {})
     return {name: state[name] for name in parameters if name != "self" and name in state
             and not callable(state[name])}

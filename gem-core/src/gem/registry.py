@@ -27,7 +27,6 @@ from gem.errors import (
     distribution_installed,
     install_hint,
 )
-from gem.fingerprint import KWARGS_ATTR
 from gem.ids import package_for, parse_env_id
 
 USER_SOURCE = "user code"
@@ -193,14 +192,12 @@ class EnvSpec:
     def make(self, **overrides: Any) -> Any:
         """Build the env with the spec's defaults updated by ``overrides``."""
         factory = self.check_kwargs(**overrides)
-        arguments = {**self.kwargs, **overrides}
-        env = factory(**arguments)
+        env = factory(**{**self.kwargs, **overrides})
         # a factory may return a wrapped env, whose env_id/spec are read-only views of the
         # innermost env's: set them there
         target = getattr(env, "unwrapped", env)
-        # entry_point too: the reference's make sets it; the arguments are part of the env's fingerprint
-        for attr, value in (("env_id", self.id), ("spec", self), ("entry_point", self.entry_point),
-                            (KWARGS_ATTR, arguments)):
+        # entry_point too: the reference's make sets it
+        for attr, value in (("env_id", self.id), ("spec", self), ("entry_point", self.entry_point)):
             try:
                 setattr(target, attr, value)
             except AttributeError:
