@@ -215,3 +215,71 @@ def test_under_on_error_raise_a_vector_env_names_the_env_that_failed_and_keeps_t
                 assert err.results[i] == tuple(part[k] for part in expected)
         # the healthy envs went on from that step: their next step matches the twin's
         assert envs.step({2: "\\boxed{25}"})[0] == twin.step({2: "\\boxed{25}"})[0]
+
+
+# -- the hosted env (gem.host.hosted): what the framework adapters and `gem serve` step through --
+HOSTED_CASES = [("thread", f) for f in IN_THIS_PROCESS] + [(h, f) for h in ("process", "ray") for f in ("raise", "hang",
+                                                                                                       "exit")]
+
+
+def _hosted(request, host: str, **kwargs):
+    from gem.host.hosted import HostedEnv
+
+    backend_kwargs = {"address": request.getfixturevalue("ray_address")} if host == "ray" else {}
+    return HostedEnv(FaultyEnv, host=host, step_timeout=1.0, backend_kwargs=backend_kwargs, **kwargs)
+
+
+@pytest.mark.parametrize("host, fault", HOSTED_CASES)
+def test_a_hosted_env_ends_only_the_failing_episode_truncated_and_names_the_cause(request, host, fault):
+    """A step that raises, hangs past step_timeout or kills its worker ends that episode
+    (truncated, reward 0, info["failure"] naming the cause) instead of raising into the caller's
+    loop; the next episode on the same handle plays as a fresh env would."""
+    twin = FaultyEnv()
+    with _hosted(request, host) as env:
+        assert env.reset(seed=3) == twin.reset(seed=3)
+        assert env.step("\\boxed{5}") == twin.step("\\boxed{5}")
+        obs, reward, terminated, truncated, info = _bounded(lambda: env.step(ACTION[fault]))
+        assert (reward, terminated, truncated) == (0.0, False, True) and env.done
+        # a lone env in a Ray actor has no snapshot to rerun its call from: its episode is lost with the actor
+        kinds = {ERROR_TYPE[fault], "EpisodeLost"} if (host, fault) == ("ray", "exit") else {ERROR_TYPE[fault]}
+        assert info["failure"]["type"] in kinds and env.failure == info["failure"]
+        assert env.reset(seed=4) == twin.reset(seed=4)
+        assert env.step("\\boxed{6}") == twin.step("\\boxed{6}")
+        assert env.failure is None
+
+
+def test_a_hosted_env_whose_reset_fails_reports_it_and_its_steps_end_at_once():
+    from gem.host.hosted import HostedEnv
+
+    with HostedEnv(lambda: FaultyEnv(fail_unseeded_resets=True), step_timeout=1.0) as env:
+        obs, info = env.reset()
+        assert obs == "" and info["failure"] == {"type": "RuntimeError",
+                                                 "message": "FaultyEnv could not build an episode"}
+        assert env.done and env.step("\\boxed{1}")[1:4] == (0.0, False, True)
+        assert env.reset(seed=1) == FaultyEnv().reset(seed=1)
+
+
+def test_hosted_envs_hang_one_at_a_time_under_asyncio():
+    """Many episodes at once on one event loop (a framework's rollout): the one that hangs ends
+    truncated after its step timeout, the others finish with the results of a fresh env."""
+    import asyncio
+
+    from gem.host.hosted import HostedEnv
+
+    async def episode(k):
+        env = HostedEnv(FaultyEnv, step_timeout=1.0)
+        try:
+            await env.areset(seed=k)
+            return await env.astep("hang" if k == 0 else "\\boxed{5}")
+        finally:
+            env.close()
+
+    async def main():
+        return await asyncio.gather(*(episode(k) for k in range(12)))
+
+    results = _bounded(lambda: asyncio.run(main()))
+    assert results[0][4]["failure"]["type"] == "StepTimeout"
+    for k, result in enumerate(results[1:], start=1):
+        twin = FaultyEnv()
+        twin.reset(seed=k)
+        assert result == twin.step("\\boxed{5}")

@@ -11,6 +11,10 @@ thread, a thread pool, a worker process, a Ray actor) and owns what can go wrong
 - :mod:`gem.host.recovery`: restarts and lost-episode reports: after a worker dies or hangs,
   the call it ran fails, its other envs go on from their snapshots, and an env that cannot
   says so on its next call.
+- :mod:`gem.host.hosted`: :class:`~gem.host.hosted.HostedEnv`, one env in a thread, a worker
+  process or a Ray actor (a one-env vector backend), whose failing step ends its episode
+  truncated with ``info["failure"]`` instead of raising: what the framework adapters and
+  ``gem serve`` step through.
 - :mod:`gem.host.threads`: the envs of an async run in its thread pool: a call past the step
   timeout fails, and its env, which a thread may still be inside, is never reused.
 

@@ -1,0 +1,157 @@
+"""One env behind the host, for code that plays episodes one env at a time: the framework
+adapters (:mod:`gem_integrations`), ``gem serve``, anyone's own loop.
+
+A :class:`HostedEnv` runs its env in a helper thread (``host="thread"``, the default), a
+worker process (``"process"``) or a Ray actor (``"ray"``, across a cluster), through the
+vector backends (:mod:`gem.vector`, one env each), so the deadlines, restarts and failure
+names are the host's own. Its calls never raise for the env's sake: a ``step`` that raises,
+overruns ``step_timeout`` or loses its worker ends the episode instead, truncated, with the
+env's failure reward (:func:`gem.reward_range.failure_reward`: 0 where the env's range holds
+it) and ``info["failure"] = {"type": ..., "message": ...}`` (``type`` is the exception's name,
+or ``StepTimeout`` / ``WorkerDied`` / ``EpisodeLost``, :mod:`gem.host.failures`). A ``reset``
+that fails the same way returns an empty observation and the failure, and the handle is
+:attr:`~HostedEnv.done`. The hung env was replaced by a fresh one (a thread cannot be killed:
+it runs on in the background; a worker or actor is killed), so the next ``reset`` starts a
+new episode on the same handle.
+
+>>> with HostedEnv("game:GuessTheNumber-v0-easy", step_timeout=30) as env:  # doctest: +SKIP
+...     obs, info = env.reset(seed=3)
+...     obs, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gem.core import Env
+from gem.errors import VectorEnvError
+from gem.host.failures import Failure
+from gem.registration import make
+from gem.reward_range import UNBOUNDED, failure_reward
+from gem.runner import _env_factory
+from gem.vector import make_vector_env
+from gem.vector.slot import AutoresetMode
+
+#: seconds one reset or step may take by default before its episode ends (an LLM-graded or
+#: sandboxed step can take a minute; a hang should not stall a training batch for longer)
+DEFAULT_STEP_TIMEOUT = 300.0
+#: where a hosted env can live -> the vector backend that puts it there
+HOSTS = {"thread": "sync", "process": "process", "ray": "ray"}
+#: the ``info`` key of a reset or step that failed
+FAILURE = "failure"
+
+EnvSource = str | Env | Callable[[], Env]
+
+
+class HostedEnv:
+    """One env in a thread, a worker process or a Ray actor, each call bounded by
+    ``step_timeout`` seconds (``None``: unbounded; with ``host="thread"`` the calls then run
+    in the caller's thread).
+
+    ``env`` is an id (``gem.make`` builds it, with ``kwargs``), an :class:`~gem.Env` (its
+    :meth:`~gem.Env.spawn` builds the hosted copy) or a zero-argument factory.
+    ``backend_kwargs`` go to the vector backend (``context`` for ``process``; ``address``,
+    ``actor_options`` for ``ray``). Sync (:meth:`reset`, :meth:`step`) and async
+    (:meth:`areset`, :meth:`astep`) calls; one call at a time.
+    """
+
+    def __init__(self, env: EnvSource, *, host: str = "thread", step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+                 backend_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if host not in HOSTS:
+            raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
+        if kwargs and not isinstance(env, str):
+            raise TypeError(f"keyword arguments ({', '.join(kwargs)}) are for an env id, not a {type(env).__name__}")
+        self.env_id = env if isinstance(env, str) else getattr(getattr(env, "spec", None), "id", None)
+        factory = functools.partial(make, env, **kwargs) if kwargs else _env_factory(env, None, None)
+        self.host = host
+        self.step_timeout = step_timeout
+        self._vec = make_vector_env(HOSTS[host], [factory], env_ids=[self.env_id], seed=None,
+                                    autoreset_mode=AutoresetMode.DISABLED, on_error="raise",
+                                    step_timeout=step_timeout, **(backend_kwargs or {}))
+        try:
+            self.reward_range = tuple(self._vec.call("reward_range")[0])
+        except Exception:  # an env without one, or one whose range does not cross: any reward
+            self.reward_range = UNBOUNDED
+        #: the last call's failure (``{"type", "message"}``), None after a call that succeeded
+        self.failure: dict[str, str] | None = None
+        #: the episode ended (by the env, or by a failure); :meth:`reset` starts the next
+        self.done = True
+        self._last_obs: Any = ""
+        self._caller: ThreadPoolExecutor | None = None  # the async calls' thread (created on first use)
+        self._lock = threading.Lock()
+
+    # -- the env API ----------------------------------------------------------------------
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Start an episode: ``(obs, info)``; on failure ``("", {"failure": ...})`` and :attr:`done`."""
+        with self._lock:
+            try:
+                (obs,), (info,) = self._vec.reset(seed=[seed], **kwargs)
+            except VectorEnvError as exc:
+                return "", self._failed(exc)
+            self.failure, self.done, self._last_obs = None, False, obs
+            return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """One step; a failure ends the episode truncated (see the module docstring)."""
+        with self._lock:
+            if self.done and self.failure is not None:  # a reset that failed: the episode never began
+                return self._last_obs, failure_reward(self.reward_range), False, True, {FAILURE: dict(self.failure)}
+            if self.done:
+                raise RuntimeError("this hosted env's episode is over; call reset() first")
+            try:
+                (obs,), (reward,), (terminated,), (truncated,), (info,) = self._vec.step([action])
+            except VectorEnvError as exc:
+                return self._last_obs, failure_reward(self.reward_range), False, True, self._failed(exc)
+            self.failure, self._last_obs = None, obs
+            self.done = bool(terminated or truncated)
+            return obs, float(reward), bool(terminated), bool(truncated), info
+
+    async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        return await self._off_loop(self.reset, seed, **kwargs)
+
+    async def astep(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return await self._off_loop(self.step, action)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the env's method ``name`` (or read its attribute) where it lives; raises
+        :class:`~gem.errors.VectorEnvError` when that fails."""
+        with self._lock:
+            return self._vec.call(name, *args, **kwargs)[0]
+
+    def close(self) -> None:
+        self._vec.close()
+        if self._caller is not None:
+            self._caller.shutdown(wait=False)
+
+    def __enter__(self) -> HostedEnv:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<HostedEnv {self.env_id or '?'} host={self.host} step_timeout={self.step_timeout}>"
+
+    # -- internals ------------------------------------------------------------------------
+    def _failed(self, exc: VectorEnvError) -> dict[str, Any]:
+        failure: Failure | None = next(iter(exc.failures.values()), None)
+        self.failure = ({"type": failure.type, "message": failure.message} if failure is not None
+                        else {"type": type(exc).__name__, "message": str(exc)})
+        self.done = True
+        return {FAILURE: dict(self.failure), "error": failure.describe() if failure is not None else str(exc)}
+
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        # a thread of the handle's own, not asyncio's default executor: a framework running
+        # hundreds of episodes at once must not queue them behind a few shared threads
+        if self._caller is None:
+            self._caller = ThreadPoolExecutor(1, thread_name_prefix="gem-hosted")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._caller, lambda: fn(*args, **kwargs))
+
+
+__all__ = ["DEFAULT_STEP_TIMEOUT", "FAILURE", "HOSTS", "HostedEnv"]
