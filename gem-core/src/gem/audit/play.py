@@ -1,7 +1,12 @@
 """Play each strategy, the honest baseline and the right answer on the same seeds.
 
 Each env call runs in a daemon thread joined with ``step_timeout``: a hanging env ends that
-episode (and the audit builds a fresh env instance), it never hangs the audit. An episode whose
+episode (and the audit builds a fresh env instance), it never hangs the audit.
+
+Lanes (the baseline, the right answer, each strategy) play the same seeds, each lane on one env
+instance. An env whose steps wait on something outside this process (a sandboxed shell, a test
+subprocess) plays its lanes concurrently on separate instances, in threads; every lane still plays
+every seed to the end, so the figures are those of playing the lanes one after another. An episode whose
 reset or step raises, hangs or returns a non-number scores the env's failure reward
 (:func:`gem.reward_range.failure_reward`: 0 where its reward range holds 0) and is counted in the
 report's ``errors``.
@@ -10,9 +15,11 @@ report's ``errors``.
 from __future__ import annotations
 
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gem.audit.report import EnvAudit, judge
@@ -22,6 +29,13 @@ from gem.reward_range import UNBOUNDED, failure_reward
 
 #: turns per episode at most, for envs that never end on their own
 MAX_TURNS = 100
+#: lanes played at once (on as many env instances) when the env mostly waits; ``jobs`` overrides
+AUTO_JOBS = 8
+#: an env "mostly waits" when its baseline lane used less of this process's CPU than this share of its wall
+#: time (a pure-Python env uses all of it: threads would not help it, only cost env instances)
+WAITING_SHARE = 0.5
+#: and the baseline lane took at least this long (below it, instances cost more than they save)
+WAITING_MIN_SECONDS = 2.0
 
 
 class _Failed(Exception):
@@ -126,9 +140,10 @@ def _right_act(env: Any, turn: Turn) -> str | None:
 
 
 def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: float = 10.0,
-              alpha: float = 0.01, make: Callable[[], Any] | None = None) -> EnvAudit:
+              alpha: float = 0.01, make: Callable[[], Any] | None = None, jobs: int | None = None) -> EnvAudit:
     """Audit one env id: every strategy, the baseline and the right answer on seeds
-    ``seed .. seed + episodes - 1``; see :func:`gem.audit.report.judge` for the flags."""
+    ``seed .. seed + episodes - 1``; see :func:`gem.audit.report.judge` for the flags. ``jobs``: lanes
+    played at once on separate env instances (None: :data:`AUTO_JOBS` when the env mostly waits, else 1)."""
     if episodes < 2:
         raise ValueError("the audit needs at least 2 episodes to bound chance")
     import gem
@@ -142,17 +157,58 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
         return EnvAudit(env_id, episodes, seed, alpha, setup_error=str(exc))
     seeds = [seed + i for i in range(episodes)]
     baseline_name = "wrong answer" if callable(getattr(player.env, "audit_answers", None)) else "random answer"
+    wall, cpu = time.monotonic(), time.process_time()
     baseline = [player.episode(_baseline_act, s) for s in seeds]
-    right = [player.episode(_right_act, s) for s in seeds]
-    known = [r for r in right if r is not None]
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    if jobs is None:  # auto: concurrent only where the env waits on something other than this process
+        jobs = AUTO_JOBS if wall >= WAITING_MIN_SECONDS and cpu < WAITING_SHARE * wall else 1
     strategies = strategies_for(env_id, player.env.unwrapped)
-    played = {s.name: (s, [player.episode(_strategy_act(s), x) for x in seeds]) for s in strategies}
+    lanes: list[Callable[[Any, Turn], str | None]] = [_right_act] + [_strategy_act(s) for s in strategies]
+    players = [player]
+    try:
+        rewards = _play_lanes(players, lanes, seeds, max(1, jobs), lambda: _Player(env_id, player.make,
+                                                                                   step_timeout))
+    finally:
+        for each in players:
+            try:
+                each.env.close()
+            except Exception:  # closing is best effort
+                pass
+    right = rewards[0]
+    known = [r for r in right if r is not None]
+    played = {s.name: (s, r) for s, r in zip(strategies, rewards[1:])}
     result = judge(env_id, episodes, seed, alpha, baseline_name, baseline,  # type: ignore[arg-type]
                    right if len(known) == episodes else None, played)  # type: ignore[arg-type]
-    result.errors = player.errors
+    result.errors = [e for each in players for e in each.errors]
+    result.jobs = jobs
     result.seconds = time.monotonic() - started
-    try:
-        player.env.close()
-    except Exception:  # closing is best effort
-        pass
     return result
+
+
+def _play_lanes(players: list[_Player], lanes: list[Callable[[Any, Turn], str | None]], seeds: list[int],
+                jobs: int, new_player: Callable[[], _Player]) -> list[list[float | None]]:
+    """Every lane on every seed, ``jobs`` lanes at a time, each on an env instance of its own while it plays
+    (instances are made as needed, at most ``jobs``, and appended to ``players``)."""
+    if jobs == 1 or len(lanes) == 1:
+        return [[players[0].episode(act, s) for s in seeds] for act in lanes]
+    free: queue.SimpleQueue[_Player] = queue.SimpleQueue()
+    free.put(players[0])
+    made = threading.Lock()
+
+    def lane(act: Callable[[Any, Turn], str | None]) -> list[float | None]:
+        try:
+            player = free.get_nowait()
+        except queue.Empty:
+            with made:  # one make at a time: plugin imports and data loads are not all thread-safe
+                try:
+                    player = new_player()
+                    players.append(player)
+                except _Failed:  # no further instance: wait for one that another lane has finished with
+                    player = free.get()
+        try:
+            return [player.episode(act, s) for s in seeds]
+        finally:
+            free.put(player)
+
+    with ThreadPoolExecutor(max_workers=min(jobs, len(lanes)), thread_name_prefix="gem-audit-lane") as pool:
+        return list(pool.map(lane, lanes))

@@ -36,6 +36,8 @@ class EnvAudit:
     #: why the env was not audited although it is fine (its dataset is not available here)
     skipped: str | None = None
     seconds: float = 0.0
+    #: lanes played at once on separate env instances (1: one after another)
+    jobs: int = 1
 
     @property
     def flagged(self) -> list[StrategyResult]:
@@ -73,6 +75,8 @@ def _num(value: float | None) -> str:
 def table(audit: EnvAudit) -> str:
     """A readable table for one env."""
     head = f"{audit.env_id}: {audit.episodes} episodes from seed {audit.seed}, {audit.seconds:.1f} s"
+    if audit.jobs > 1:
+        head += f" ({audit.jobs} lanes at once)"
     if audit.skipped:
         return f"{head}\n  skipped, its data is not available here: {audit.skipped}"
     if audit.setup_error:

@@ -1,0 +1,63 @@
+"""gem audit plays its lanes concurrently on separate env instances when the env waits on a subprocess,
+with the same figures as playing them one after another."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import gem
+from gem.audit import play
+from gem.audit.play import audit_env
+from gem.core import StepResult
+from gem.testing.envs import BusyEnv, CountEnv
+
+WAIT = 0.03
+
+
+class WaitsOnSubprocess(CountEnv):
+    """Every step waits on a real subprocess (as a sandboxed shell or a test runner does); knows its answer."""
+
+    def step(self, action: str) -> StepResult:
+        subprocess.run(["sleep", str(WAIT)], check=True)
+        return super().step(action)
+
+    def audit_answers(self) -> tuple[str, str]:
+        return f"\\boxed{{{self.target}}}", f"\\boxed{{{self.target % self.high + 1}}}"
+
+
+def _figures(result: play.EnvAudit) -> list[tuple]:
+    return [(result.baseline_mean, result.right_mean)] + [
+        (s.name, s.mean, s.gain, s.bound, s.flagged, s.severe) for s in result.strategies]
+
+
+def test_an_env_waiting_on_a_subprocess_plays_its_lanes_at_once_with_the_same_figures(gem_registry, monkeypatch):
+    """Pins the speed of multi-turn subprocess envs (terminal:*, code:MBPP-MultiTurn took 4-8 min): lanes run
+    in threads on their own env instances, and every lane still plays every seed to its end."""
+    monkeypatch.setattr(play, "WAITING_MIN_SECONDS", 0.2)
+    gem.register("wait:Sub-v0", WaitsOnSubprocess, max_turns=2)
+    started = time.monotonic()
+    together = audit_env("wait:Sub-v0", episodes=8)
+    together_s = time.monotonic() - started
+    started = time.monotonic()
+    alone = audit_env("wait:Sub-v0", episodes=8, jobs=1)
+    alone_s = time.monotonic() - started
+    assert together.jobs == play.AUTO_JOBS and alone.jobs == 1
+    assert _figures(together) == _figures(alone)
+    assert together.right_mean == 1.0 and together.baseline_mean == 0.0
+    assert together.errors == alone.errors == []
+    assert together_s < alone_s / 2, (together_s, alone_s)
+
+
+def test_a_cpu_bound_env_plays_its_lanes_one_after_another(gem_registry, monkeypatch):
+    """Threads do not speed up a pure-Python env (one interpreter lock): auto keeps one instance."""
+    monkeypatch.setattr(play, "WAITING_MIN_SECONDS", 0.05)
+    gem.register("busy:Count-v0", BusyEnv, work=200_000, max_turns=2)
+    result = audit_env("busy:Count-v0", episodes=4)
+    assert result.jobs == 1
+
+
+def test_explicit_jobs_give_the_same_figures_on_a_cpu_bound_env(gem_registry):
+    gem.register("honest:Count-v0", CountEnv)
+    assert _figures(audit_env("honest:Count-v0", episodes=8, jobs=4)) == _figures(
+        audit_env("honest:Count-v0", episodes=8, jobs=1))
