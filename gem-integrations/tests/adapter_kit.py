@@ -36,3 +36,30 @@ def assert_missing_framework_is_one_line(framework: str, hidden: str) -> None:
     message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert message.startswith(f"gem_integrations.{framework} needs ") and "\n" not in message
     assert message.endswith(" && ".join(readme_install(framework)))
+
+
+# -- the fault matrix every adapter's tests play (issue 38): gem.testing.envs.FaultyEnv fails on these actions --
+#: fault -> (the action that causes it, where the env must live for it, info["failure"]["type"] it reports).
+#: "die" kills the process running the env, so it is played only with host="process" (a dying worker)
+FAULTS = {
+    "raise": ("raise", "thread", "RuntimeError"),
+    "hang": ("hang", "thread", "StepTimeout"),
+    "die": ("die", "process", "WorkerDied"),
+}
+#: the step timeout the fault tests give the adapters (seconds)
+FAULT_STEP_TIMEOUT = 1.0
+FAULTY_ID = "test:Faulty-v0"
+
+
+def register_faulty(registry) -> str:
+    """Register FaultyEnv (a GuessTheNumber over 1..10 that raises, hangs or dies on command) as FAULTY_ID."""
+    registry.register(FAULTY_ID, "gem.testing.envs:FaultyEnv")
+    return FAULTY_ID
+
+
+def assert_ended_by(info: dict, fault: str) -> None:
+    """``info`` is that of a step that ``fault`` ended: the failure named, with its cause."""
+    failure = info["failure"]
+    assert failure["type"] == FAULTS[fault][2], failure
+    if fault == "hang":
+        assert f"within {FAULT_STEP_TIMEOUT} s" in failure["message"]

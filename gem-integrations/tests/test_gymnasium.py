@@ -104,3 +104,25 @@ def test_the_gem_id_as_written_is_read_as_a_module_by_gymnasium():
     # gymnasium.make imports what comes before ":" first: the reason for the namespace form
     with pytest.raises(ModuleNotFoundError, match="'game'"):
         gymnasium.make("game:Wordle-v0-easy")
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_step_ends_the_episode_truncated_and_the_next_reset_plays_on(fault):
+    """Gymnasium's loop (reset, step until terminated or truncated) goes on past an env that raises,
+    hangs past step_timeout or whose worker process dies: that step ends the episode truncated with
+    info["failure"], and the next episode plays on a fresh env as it would have."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS, assert_ended_by
+
+    from gem.testing.envs import FaultyEnv
+
+    action, host, _ = FAULTS[fault]
+    env, twin = GymnasiumEnv(FaultyEnv, step_timeout=FAULT_STEP_TIMEOUT, host=host), FaultyEnv()
+    try:
+        assert env.reset(seed=2) == twin.reset(seed=2)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        assert_ended_by(info, fault)
+        assert env.reset(seed=3) == twin.reset(seed=3)
+        assert env.step("\\boxed{4}") == twin.step("\\boxed{4}")
+    finally:
+        env.close()

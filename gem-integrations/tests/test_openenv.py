@@ -357,3 +357,27 @@ def test_gem_serve_on_a_busy_port_is_one_line_and_no_banner():
     assert done.returncode != 0
     [line] = [line for line in done.stderr.splitlines() if line.strip()]
     assert line.startswith(f"gem serve: cannot listen on 127.0.0.1:{port}:") and "--port" in line
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang"])
+def test_a_failing_step_ends_only_its_sessions_episode_within_the_step_timeout(serve, gem_registry, fault):
+    """A served env whose step raises or hangs ends that session's episode (truncated, info["failure"]
+    naming the cause) within --step-timeout; the session plays its next episode and another session
+    was never held up."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS, assert_ended_by, register_faulty
+
+    base_url = serve(register_faulty(gem_registry), step_timeout=FAULT_STEP_TIMEOUT)
+    with GenericEnvClient(base_url=base_url).sync() as client, GenericEnvClient(base_url=base_url).sync() as other:
+        client.reset(seed=0)
+        other.reset(seed=0)
+        result = client.step({"action": FAULTS[fault][0]})
+        assert result.done and result.observation["truncated"] and result.reward == 0.0
+        assert_ended_by(result.observation["info"], fault)
+        assert not other.step({"action": "\\boxed{0}"}).done  # the other session plays on
+        client.reset(seed=0)
+        assert client.step({"action": "\\boxed{0}"}).reward is not None  # so does this one, on a fresh env
+
+
+def test_the_step_timeout_is_documented_in_the_help():
+    text = " ".join(build_parser().format_help().split())
+    assert "--step-timeout SECONDS" in text and "(default: 300.0)" in text

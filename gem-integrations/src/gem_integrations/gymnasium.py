@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gem_integrations._support import EnvSource, env_factory, import_framework
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, HostedEnv
+from gem_integrations._support import EnvSource, import_framework
 
 TESTED = "1.4.0"
 
@@ -61,38 +62,44 @@ class GymnasiumEnv(gymnasium.Env):
     ``reset(seed=s)`` seeds the GEM env, so episodes are reproducible the way
     Gymnasium's ``check_env`` expects; ``reset()`` continues the env's own stream.
     The GEM env's observations must be text (not the ``messages`` wrapper's lists).
+
+    The env runs behind :class:`gem.host.hosted.HostedEnv` (``host``: ``"thread"``, ``"process"``
+    or ``"ray"``): a ``reset`` or ``step`` that raises or overruns ``step_timeout`` seconds
+    (default 300; ``None``: unbounded, in the caller's thread) ends the episode truncated with
+    ``info["failure"]`` naming the cause, and the next ``reset`` plays on a fresh env.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
-    def __init__(self, env: EnvSource, **make_kwargs: Any) -> None:
-        if isinstance(env, str) and make_kwargs:
-            import gem
-
-            self.gem_env = gem.make(env, **make_kwargs)
-        else:
-            self.gem_env = env_factory(env)()
+    def __init__(self, env: EnvSource, step_timeout: float | None = DEFAULT_STEP_TIMEOUT, host: str = "thread",
+                 **make_kwargs: Any) -> None:
+        self.hosted = HostedEnv(env, host=host, step_timeout=step_timeout, **make_kwargs)
         self.observation_space = AnyText()
         self.action_space = AnyText()
         self.render_mode = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        obs, info = self.gem_env.reset(seed=seed, **(options or {}))
+        obs, info = self.hosted.reset(seed=seed, **(options or {}))
         return self._text(obs), dict(info)
 
+    @property
+    def gem_env(self) -> Any:
+        """The GEM env itself (``host="thread"``; None where it lives in another process)."""
+        return self.hosted.local_env
+
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.gem_env.step(str(action))
+        obs, reward, terminated, truncated, info = self.hosted.step(str(action))
         # GEM's single-turn envs (as the reference's) end with terminated and truncated both set;
         # in Gymnasium an episode that terminated is not also cut short, so terminated wins
         return self._text(obs), float(reward), bool(terminated), bool(truncated) and not terminated, dict(info)
 
     def close(self) -> None:
-        self.gem_env.close()
+        self.hosted.close()
 
     def _text(self, obs: Any) -> str:
         if not isinstance(obs, str):
-            raise TypeError(f"{self.gem_env.env_id or 'the env'} gave a {type(obs).__name__} observation; "
+            raise TypeError(f"{self.hosted.env_id or 'the env'} gave a {type(obs).__name__} observation; "
                             "GymnasiumEnv needs text (drop the 'messages' wrapper)")
         return obs
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import socket
@@ -47,6 +48,7 @@ import sys
 from typing import Any
 
 from gem.core import Env
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, HostedEnv
 
 try:  # pydantic and starlette come with openenv
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
@@ -115,9 +117,13 @@ class GemEnvironment(Environment[GemAction, GemObservation, GemState]):
     # every session builds its own env from the id: nothing is shared between sessions
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, wrappers: str | None = None, env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, env_id: str, wrappers: str | None = None, env_kwargs: dict[str, Any] | None = None,
+                 step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> None:
         super().__init__()
-        self.env = build_env(env_id, wrappers, env_kwargs)
+        # behind the host: a step that raises or hangs ends this session's episode (truncated, info["failure"]),
+        # never the server or another session
+        self.env = HostedEnv(functools.partial(build_env, env_id, wrappers, env_kwargs), env_id=env_id,
+                             step_timeout=step_timeout)
         self._state = GemState(env_id=env_id)
         self._started = False
 
@@ -125,6 +131,9 @@ class GemEnvironment(Environment[GemAction, GemObservation, GemState]):
         obs, info = self.env.reset(seed=seed)
         self._state = GemState(env_id=self._state.env_id, episode_id=episode_id, seed=seed)
         self._started = True
+        if self.env.failure is not None:  # the episode could not begin
+            self._state.done = True
+            return GemObservation(observation=_jsonable(obs), info=_jsonable(info), done=True, truncated=True)
         return GemObservation(observation=_jsonable(obs), info=_jsonable(info))
 
     def step(self, action: GemAction, timeout_s: float | None = None, **kwargs: Any) -> GemObservation:
@@ -162,14 +171,14 @@ def build_env(env_id: str, wrappers: str | None = None, env_kwargs: dict[str, An
 
 
 def make_app(env_id: str, wrappers: str | None = None, env_kwargs: dict[str, Any] | None = None,
-             max_sessions: int = 16, session_timeout: float = DEFAULT_SESSION_TIMEOUT) -> Any:
+             max_sessions: int = 16, session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+             step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> Any:
     """The FastAPI app serving ``env_id``. The env is built once here, so an unknown id,
     a bad wrapper name or bad ``env_kwargs`` fail now, not in the first session.
-    ``session_timeout``: seconds of client silence after which a session is closed (0: never)."""
-    import functools
-
+    ``session_timeout``: seconds of client silence after which a session is closed (0: never).
+    ``step_timeout``: seconds a reset or step may take before its episode ends truncated."""
     build_env(env_id, wrappers, env_kwargs).close()
-    factory = functools.partial(GemEnvironment, env_id, wrappers, env_kwargs)
+    factory = functools.partial(GemEnvironment, env_id, wrappers, env_kwargs, step_timeout)
     app = create_app(factory, GemAction, GemObservation, env_name=env_id, max_concurrent_envs=max_sessions,
                      state_cls=GemState)
     app.add_middleware(SessionPolicy, idle_timeout_s=session_timeout or None)
@@ -316,6 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-timeout", type=float, default=DEFAULT_SESSION_TIMEOUT, metavar="SECONDS",
                    help="close a session whose client has sent nothing for this long, freeing its slot (a running "
                    "step is not idle time; 0: never)")
+    p.add_argument("--step-timeout", type=float, default=DEFAULT_STEP_TIMEOUT, metavar="SECONDS",
+                   help="a reset or step that raises or runs longer ends its session's episode, truncated, with "
+                   "info['failure'] naming the cause (0: never)")
     p.add_argument("--wrappers", help="wrapper names applied in order, e.g. messages or concat_with_action")
     p.add_argument("--env-kwargs", type=json.loads, default={}, metavar="JSON",
                    help='keyword arguments for the env, e.g. \'{"max_turns": 5}\'')
@@ -331,7 +343,10 @@ def main(argv: list[str]) -> int:
         raise SystemExit("gem serve: --max-sessions must be at least 1")
     if not (math.isfinite(args.session_timeout) and args.session_timeout >= 0):
         raise SystemExit("gem serve: --session-timeout must be a number of seconds >= 0 (0: sessions never expire)")
-    app = make_app(args.env_id, args.wrappers, args.env_kwargs, args.max_sessions, args.session_timeout)
+    if not (math.isfinite(args.step_timeout) and args.step_timeout >= 0):
+        raise SystemExit("gem serve: --step-timeout must be a number of seconds >= 0 (0: steps are never cut off)")
+    app = make_app(args.env_id, args.wrappers, args.env_kwargs, args.max_sessions, args.session_timeout,
+                   args.step_timeout or None)
     listening = _listen(args.host, args.port)  # before the banner: a busy port is one line, not a banner then exit 3
     expiry = f"idle ones closed after {args.session_timeout:g} s" if args.session_timeout else "never expiring"
     print(f"gem serve: {args.env_id} on http://{args.host}:{args.port} (OpenEnv /ws, up to {args.max_sessions} "

@@ -55,18 +55,19 @@ class HostedEnv:
 
     ``env`` is an id (``gem.make`` builds it, with ``kwargs``), an :class:`~gem.Env` (its
     :meth:`~gem.Env.spawn` builds the hosted copy) or a zero-argument factory.
+    ``env_id`` names the env in failures (default: the id, or the env's spec id).
     ``backend_kwargs`` go to the vector backend (``context`` for ``process``; ``address``,
     ``actor_options`` for ``ray``). Sync (:meth:`reset`, :meth:`step`) and async
     (:meth:`areset`, :meth:`astep`) calls; one call at a time.
     """
 
     def __init__(self, env: EnvSource, *, host: str = "thread", step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
-                 backend_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 backend_kwargs: dict[str, Any] | None = None, env_id: str | None = None, **kwargs: Any) -> None:
         if host not in HOSTS:
             raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
         if kwargs and not isinstance(env, str):
             raise TypeError(f"keyword arguments ({', '.join(kwargs)}) are for an env id, not a {type(env).__name__}")
-        self.env_id = env if isinstance(env, str) else getattr(getattr(env, "spec", None), "id", None)
+        self.env_id = env_id or (env if isinstance(env, str) else getattr(getattr(env, "spec", None), "id", None))
         factory = functools.partial(make, env, **kwargs) if kwargs else _env_factory(env, None, None)
         self.host = host
         self.step_timeout = step_timeout
@@ -116,6 +117,12 @@ class HostedEnv:
 
     async def astep(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         return await self._off_loop(self.step, action)
+
+    @property
+    def local_env(self) -> Env | None:
+        """The env itself where it lives in this process (``host="thread"``), else None."""
+        envs = getattr(self._vec, "envs", None)
+        return envs[0] if envs else None
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the env's method ``name`` (or read its attribute) where it lives; raises
