@@ -145,4 +145,23 @@ class QaEnv(DatasetEnv):
 
     def sample_random_action(self) -> str:
         answer = self.rng.choice(_RANDOM_ANSWERS)
+        return self._formatted(answer)
+
+    def _formatted(self, answer: str) -> str:
         return f"\\boxed{{{answer}}}" if self.extract_boxed else f"<think>guess</think> <answer>{answer}</answer>"
+
+    def audit_answers(self) -> tuple[str | None, str | None]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the first gold alias (of each
+        part, for a multi-part answer) and one of the random answers that matches no alias. With them the
+        audit's baseline answers wrong rather than at random (a random answer is right by luck only where a
+        gold alias is "Paris" or "1969"), and it plays the right answer to tell a severe finding."""
+        record = self.record
+        parts = record.get("answer_parts")
+        golds = [str(g) for g in record["answer"]]
+        if parts:
+            right: str | None = ", ".join(str(next(iter(p))) if not isinstance(p, str) else p for p in parts)
+        else:
+            right = golds[0] if golds else None
+        wrong = next((a for a in _RANDOM_ANSWERS if a and not exact_match(a, golds)
+                      and not (parts and all(parts_stated(a, parts)))), None)
+        return (None if right is None else self._formatted(right)), (None if wrong is None else self._formatted(wrong))
