@@ -124,6 +124,12 @@ class GuessTheNumberEnv(GuessingGame):
             return 0.0
         return 1.0 - abs(self.guesses[-1] - self.secret) / (self.max_number - self.min_number)
 
+    def audit_answers(self) -> tuple[str, None]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the secret number, and no wrong one,
+        so that the audit's baseline stays random play. A wrong guess every turn would never win by luck where
+        random guesses sometimes do, and every strategy built from random guesses would "beat" it."""
+        return f"\\boxed{{{self.secret}}}", None
+
     def sample_random_action(self) -> str:
         # choice() over the range's actions draws exactly what randint() would, without
         # its argument checks and the formatting

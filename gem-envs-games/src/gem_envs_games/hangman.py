@@ -124,6 +124,12 @@ class HangmanEnv(TurnGame):
         tried = " ".join(self.guessed) or "none"
         return f"Word: {self._render()}\nLetters tried: {tried}\nTurns left: {self.turns_left}. Enter your guess."
 
+    def audit_answers(self) -> tuple[str, None]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the secret word, and no wrong one,
+        so that the audit's baseline stays random play. A wrong guess every turn would never win by luck where
+        random guesses sometimes do, and every strategy built from random guesses would "beat" it."""
+        return f"\\boxed{{{self.secret}}}", None
+
     def sample_random_action(self) -> str:
         if self.rng.random() < 0.1:
             return f"\\boxed{{{self.rng.choice(words.secret_words(self.word_length, self.hardcore)).upper()}}}"

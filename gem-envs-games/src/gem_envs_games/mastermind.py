@@ -177,6 +177,12 @@ class MastermindEnv(GuessingGame):
     def last_turn_note(self) -> str:
         return f" That was your last turn: the code was {' '.join(map(str, self.code))}."
 
+    def audit_answers(self) -> tuple[str, None]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the secret code, and no wrong one,
+        so that the audit's baseline stays random play. A wrong guess every turn would never win by luck where
+        random guesses sometimes do, and every strategy built from random guesses would "beat" it."""
+        return "\\boxed{" + " ".join(map(str, self.code)) + "}", None
+
     def sample_random_action(self) -> str:
         codes = self._codes
         if codes is None:  # looked up once per episode: the sizes are fixed within one

@@ -161,6 +161,12 @@ class WordleEnv(GuessingGame):
         pool = words.secret_words(self.word_length)
         return next(w for w in pool if w.upper() != self.secret).upper()
 
+    def audit_answers(self) -> tuple[str, None]:
+        """``gem audit``'s right and wrong in-format answers (:mod:`gem.audit`): the secret word, and no wrong one,
+        so that the audit's baseline stays random play. A wrong guess every turn would never win by luck where
+        random guesses sometimes do, and every strategy built from random guesses would "beat" it."""
+        return f"\\boxed{{{self.secret}}}", None
+
     def sample_random_action(self) -> str:
         pool = self._pool if self.secret else words.secret_words(self.word_length)  # before the first reset
         return f"\\boxed{{{self.rng.choice(pool).upper()}}}"

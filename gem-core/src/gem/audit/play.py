@@ -130,9 +130,17 @@ def _strategy_act(strategy: Strategy) -> Callable[[Any, Turn], str]:
     return lambda env, turn: strategy.act(turn)
 
 
-def _baseline_act(env: Any, turn: Turn) -> str:
-    wrong = _answers(env)[1]
-    return wrong if wrong is not None else (turn.samples(1) or [""])[0]
+def _baseline(played: set[str]) -> Callable[[Any, Turn], str]:
+    """The honest baseline's act: the env's wrong answer, else a random in-format one; ``played`` collects
+    which of the two it played (an env may know its right answer and still want a random baseline)."""
+    def act(env: Any, turn: Turn) -> str:
+        wrong = _answers(env)[1]
+        if wrong is not None:
+            played.add("wrong answer")
+            return wrong
+        played.add("random answer")
+        return (turn.samples(1) or [""])[0]
+    return act
 
 
 def _right_act(env: Any, turn: Turn) -> str | None:
@@ -156,12 +164,13 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
             return EnvAudit(env_id, episodes, seed, alpha, skipped=str(exc))
         return EnvAudit(env_id, episodes, seed, alpha, setup_error=str(exc))
     seeds = [seed + i for i in range(episodes)]
-    baseline_name = "wrong answer" if callable(getattr(player.env, "audit_answers", None)) else "random answer"
+    kinds: set[str] = set()
     wall, cpu = time.monotonic(), time.process_time()
-    baseline = [player.episode(_baseline_act, s) for s in seeds]
+    baseline = [player.episode(_baseline(kinds), s) for s in seeds]
+    baseline_name = " / ".join(sorted(kinds)) or "random answer"
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
-    if jobs is None:  # auto: concurrent only where the env waits on something other than this process
-        jobs = AUTO_JOBS if wall >= WAITING_MIN_SECONDS and cpu < WAITING_SHARE * wall else 1
+    if jobs is None:
+        jobs = auto_jobs(wall, cpu)
     strategies = strategies_for(env_id, player.env.unwrapped)
     lanes: list[Callable[[Any, Turn], str | None]] = [_right_act] + [_strategy_act(s) for s in strategies]
     players = [player]
@@ -183,6 +192,14 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
     result.jobs = jobs
     result.seconds = time.monotonic() - started
     return result
+
+
+def auto_jobs(wall: float, cpu: float) -> int:
+    """Lanes at once for an env whose baseline lane took ``wall`` seconds and ``cpu`` seconds of this process's
+    CPU: concurrent only where the env waits on something other than this process. On a busy machine a
+    pure-Python env may look like waiting (it waits for a core): it then gets lanes that do not speed it up,
+    but its figures are the same."""
+    return AUTO_JOBS if wall >= WAITING_MIN_SECONDS and cpu < WAITING_SHARE * wall else 1
 
 
 def _play_lanes(players: list[_Player], lanes: list[Callable[[Any, Turn], str | None]], seeds: list[int],
