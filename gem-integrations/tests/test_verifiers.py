@@ -238,3 +238,26 @@ def test_a_bridge_request_waits_for_its_answer_only_so_long():
         assert time.monotonic() - started < 30
     finally:
         bridge.close()
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang"])
+def test_a_failing_env_ends_only_its_episodes_and_verifiers_runner_goes_on(server, gem_plugins_catalog, fault):
+    """Under verifiers' own episode runner, a GEM env whose step raises or hangs past the step timeout
+    ends that episode (env_failure in the trace names the cause, its reward is what the env earned
+    before), while episodes of a healthy env played at the same time score their real returns."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS, register_faulty
+
+    faulty = load_environment(register_faulty(gem_plugins_catalog.envs), num_tasks=2)
+    faulty.config.step_timeout = FAULT_STEP_TIMEOUT
+    healthy = load_environment(ENV_ID, num_tasks=2)
+
+    async def both():
+        return await asyncio.gather(play(faulty, f"constant:{FAULTS[fault][0]}", server.base_url),
+                                    play(healthy, "bisect", server.base_url))
+
+    failed, won = asyncio.run(both())
+    assert all(e.ok for e in failed + won)
+    for episode in failed:
+        assert episode.traces[0].info["env_failure"]["type"] == FAULTS[fault][2]
+        assert episode.traces[0].rewards[REWARD].score == 0.0 and episode.traces[0].info["env_turns"] == 1
+    assert scores(won) == [(seed, *gem_return(seed, "bisect")) for seed in (0, 1)]

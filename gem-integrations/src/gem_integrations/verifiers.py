@@ -38,6 +38,7 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import StepTimeoutError
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, HostedEnv
 from gem_integrations._support import import_framework, require_hook
 
 TESTED = "0.4.0"
@@ -113,6 +114,9 @@ def _chat_agent() -> vf.AgentConfig:
 
 class GemEnvConfig(vf.EnvConfig):
     player: vf.AgentConfig = _chat_agent()
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
+    """Seconds a GEM reset or step may take; one that raises or runs longer ends that episode
+    (``trace.info["env_failure"]`` names the cause) and the other episodes go on."""
 
 
 class GemEnv(vf.Env[GemEnvConfig]):
@@ -120,19 +124,17 @@ class GemEnv(vf.Env[GemEnvConfig]):
     reply of the model is one ``step`` and each observation the next user turn."""
 
     async def run(self, task: GemTask, agents: Any) -> None:
-        import gem
-
         data = task.data
-        env = gem.make(data.env_id, **data.env_kwargs)
+        # behind the host, in a thread of its own (not GEM's executor pool, which serves one event loop: this
+        # may be a second loop of the process, a GEM env playing this verifiers env through vf:gem_verifiers)
+        env = HostedEnv(data.env_id, step_timeout=self.config.step_timeout, **data.env_kwargs)
         total, turns, done = 0.0, 0, False
         try:
-            # a thread of asyncio's own, not the env's areset: GEM's executor pool serves one event loop, and
-            # this one may be a second loop of the process (a GEM env playing this verifiers env, vf:gem_verifiers)
-            await asyncio.to_thread(env.reset, seed=data.seed)
+            await env.areset(seed=data.seed)
             async with agents.player.interaction(task) as interaction:
                 segment = await interaction.turn()
-                while not segment.terminated:
-                    obs, reward, terminated, truncated, _ = await asyncio.to_thread(env.step, segment.last_reply)
+                while not segment.terminated and env.failure is None:
+                    obs, reward, terminated, truncated, _ = await env.astep(segment.last_reply)
                     total += float(reward)
                     turns += 1
                     done = bool(terminated or truncated)
@@ -145,6 +147,8 @@ class GemEnv(vf.Env[GemEnvConfig]):
         trace.record_reward(REWARD, total, 1.0)
         trace.info["env_turns"] = turns
         trace.info["env_done"] = done
+        if env.failure is not None:
+            trace.info["env_failure"] = env.failure
 
 
 def load_environment(env_id: str = "game:GuessTheNumber-v0-easy", *, num_tasks: int = 100, seed: int = 0,
