@@ -4,6 +4,7 @@ with the same figures as playing them one after another."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 
 import gem
@@ -26,6 +27,16 @@ class WaitsOnSubprocess(CountEnv):
         return f"\\boxed{{{self.target}}}", f"\\boxed{{{self.target % self.high + 1}}}"
 
 
+class WaitsOnOneWorker(WaitsOnSubprocess):
+    """Every step grades in the one worker all instances share (as rg:* grade in a bounded process pool)."""
+
+    worker = threading.Lock()
+
+    def step(self, action: str) -> StepResult:
+        with WaitsOnOneWorker.worker:
+            return super().step(action)
+
+
 def _figures(result: play.EnvAudit) -> list[tuple]:
     return [(result.baseline_mean, result.right_mean)] + [
         (s.name, s.mean, s.gain, s.bound, s.flagged, s.severe) for s in result.strategies]
@@ -34,7 +45,7 @@ def _figures(result: play.EnvAudit) -> list[tuple]:
 def test_an_env_waiting_on_a_subprocess_plays_its_lanes_at_once_with_the_same_figures(gem_registry, monkeypatch):
     """Pins the speed of multi-turn subprocess envs (terminal:*, code:MBPP-MultiTurn took 4-8 min): lanes run
     in threads on their own env instances, and every lane still plays every seed to its end."""
-    monkeypatch.setattr(play, "WAITING_MIN_SECONDS", 0.2)
+    monkeypatch.setattr(play, "WAITING_MIN_SECONDS", 0.05)
     gem.register("wait:Sub-v0", WaitsOnSubprocess, max_turns=2)
     started = time.monotonic()
     together = audit_env("wait:Sub-v0", episodes=8)
@@ -61,3 +72,15 @@ def test_explicit_jobs_give_the_same_figures_on_a_cpu_bound_env(gem_registry):
     gem.register("honest:Count-v0", CountEnv)
     assert _figures(audit_env("honest:Count-v0", episodes=8, jobs=4)) == _figures(
         audit_env("honest:Count-v0", episodes=8, jobs=1))
+
+
+def test_lanes_queueing_for_a_shared_worker_are_not_taken_for_hangs(gem_registry):
+    """Pins rg:arc_agi under lanes (127 episodes "no answer within 10 s"): 8 lanes queued for a grading pool of
+    2 workers, and each step's wall time held its wait. A step takes 0.03-0.05 s alone here, under the 0.2 s
+    timeout, but waits behind up to 3 others with 4 lanes: the timeout grows with the lanes, and the figures
+    are those of playing alone."""
+    gem.register("wait:OneWorker-v0", WaitsOnOneWorker, max_turns=2)
+    together = audit_env("wait:OneWorker-v0", episodes=4, step_timeout=0.2, jobs=4)
+    alone = audit_env("wait:OneWorker-v0", episodes=4, step_timeout=0.2, jobs=1)
+    assert together.errors == alone.errors == []
+    assert _figures(together) == _figures(alone)

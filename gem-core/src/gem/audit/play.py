@@ -6,7 +6,9 @@ episode (and the audit builds a fresh env instance), it never hangs the audit.
 Lanes (the baseline, the right answer, each strategy) play the same seeds, each lane on one env
 instance. An env whose steps wait on something outside this process (a sandboxed shell, a test
 subprocess) plays its lanes concurrently on separate instances, in threads; every lane still plays
-every seed to the end, so the figures are those of playing the lanes one after another. An episode whose
+every seed to the end, so the figures are those of playing the lanes one after another (for an env
+whose steps end within the step timeout; with lanes, the timeout grows with their number, as a step
+may wait for a pool or a core the lanes share). An episode whose
 reset or step raises, hangs or returns a non-number scores the env's failure reward
 (:func:`gem.reward_range.failure_reward`: 0 where its reward range holds 0) and is counted in the
 report's ``errors``.
@@ -31,11 +33,13 @@ from gem.reward_range import UNBOUNDED, failure_reward
 MAX_TURNS = 100
 #: lanes played at once (on as many env instances) when the env mostly waits; ``jobs`` overrides
 AUTO_JOBS = 8
-#: an env "mostly waits" when its baseline lane used less of this process's CPU than this share of its wall
+#: baseline episodes timed to decide on lanes (the baseline's own when lanes do not pay)
+PROBE_EPISODES = 4
+#: an env "mostly waits" when its probe used less of this process's CPU than this share of its wall
 #: time (a pure-Python env uses all of it: threads would not help it, only cost env instances)
 WAITING_SHARE = 0.5
-#: and the baseline lane took at least this long (below it, instances cost more than they save)
-WAITING_MIN_SECONDS = 2.0
+#: and the probe took at least this long (below it, instances cost more than they save)
+WAITING_MIN_SECONDS = 0.5
 
 
 class _Failed(Exception):
@@ -165,24 +169,36 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
         return EnvAudit(env_id, episodes, seed, alpha, setup_error=str(exc))
     seeds = [seed + i for i in range(episodes)]
     kinds: set[str] = set()
+    baseline_act = _baseline(kinds)
+    # a probe: the baseline's first episodes, timed, decide whether lanes pay (and stay the baseline's if not)
     wall, cpu = time.monotonic(), time.process_time()
-    baseline = [player.episode(_baseline(kinds), s) for s in seeds]
-    baseline_name = " / ".join(sorted(kinds)) or "random answer"
+    probe = [player.episode(baseline_act, s) for s in seeds[:PROBE_EPISODES]]
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
-    if jobs is None:
-        jobs = auto_jobs(wall, cpu)
+    jobs = max(1, auto_jobs(wall, cpu) if jobs is None else jobs)
     strategies = strategies_for(env_id, player.env.unwrapped)
     lanes: list[Callable[[Any, Turn], str | None]] = [_right_act] + [_strategy_act(s) for s in strategies]
     players = [player]
     try:
-        rewards = _play_lanes(players, lanes, seeds, max(1, jobs), lambda: _Player(env_id, player.make,
-                                                                                   step_timeout))
+        if jobs == 1:
+            baseline = probe + [player.episode(baseline_act, s) for s in seeds[PROBE_EPISODES:]]
+            rewards = _play_lanes(players, lanes, seeds, 1, lambda: player)
+        else:
+            # Lanes that share something bounded (a grading pool, the cores) queue for it, and a step's wall
+            # time then includes its wait: each lane's step timeout grows with the lanes so that queueing is
+            # not taken for a hang. The baseline plays again among the lanes, under the same timeout as the
+            # strategies it is compared with (its probe episodes only timed the env).
+            player.errors.clear()
+            player.timeout = step_timeout * jobs
+            rewards = _play_lanes(players, [baseline_act, *lanes], seeds, jobs,
+                                  lambda: _Player(env_id, player.make, step_timeout * jobs))
+            baseline = rewards.pop(0)
     finally:
         for each in players:
             try:
                 each.env.close()
             except Exception:  # closing is best effort
                 pass
+    baseline_name = " / ".join(sorted(kinds)) or "random answer"
     right = rewards[0]
     known = [r for r in right if r is not None]
     played = {s.name: (s, r) for s, r in zip(strategies, rewards[1:])}
@@ -195,10 +211,10 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
 
 
 def auto_jobs(wall: float, cpu: float) -> int:
-    """Lanes at once for an env whose baseline lane took ``wall`` seconds and ``cpu`` seconds of this process's
-    CPU: concurrent only where the env waits on something other than this process. On a busy machine a
-    pure-Python env may look like waiting (it waits for a core): it then gets lanes that do not speed it up,
-    but its figures are the same."""
+    """Lanes at once for an env whose probe (its baseline's first episodes) took ``wall`` seconds and ``cpu``
+    seconds of this process's CPU: concurrent only where the env waits on something other than this process.
+    On a busy machine a pure-Python env may look like waiting (it waits for a core): it then gets lanes that
+    do not speed it up, but its figures are the same."""
     return AUTO_JOBS if wall >= WAITING_MIN_SECONDS and cpu < WAITING_SHARE * wall else 1
 
 
