@@ -22,7 +22,8 @@ from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
-from gem_integrations.verl import AGENT_NAME, gem_rows
+from gem_integrations.turns import turn_spans
+from gem_integrations.verl import AGENT_NAME, ESTIMATOR, TURN_ENDS, TURN_REWARDS, gem_rows
 
 LOGPROB = -0.5
 
@@ -79,7 +80,7 @@ def test_registered_loop_plays_an_episode_with_masks_and_reward(tiny_tokenizer):
     env_text = tiny_tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
     assert "higher" in env_text.lower() or "lower" in env_text.lower()
     assert "between" in tiny_tokenizer.decode(out.prompt_ids)
-    # verl turns the output into tensors with the reward on the last response token
+    # verl turns the output into tensors; the last turn's reward (the only one here) on its last token
     tensors = out.as_dict()
     assert float(tensors["rm_scores"][-1]) == 1.0 and float(tensors["rm_scores"][:-1].abs().sum()) == 0.0
 
@@ -107,6 +108,148 @@ def test_dataset_rows_reach_the_loop_through_verls_dataset(tmp_path, tiny_tokeni
     server = ScriptedServerManager(tiny_tokenizer, [f"\\boxed{{{secret}}}"])
     fields = {k: v for k, v in row.items() if k != "dummy_tensor"}
     assert run_row(tiny_tokenizer, server, fields).reward_score == 1.0
+
+
+def three_turn_replies(seed):
+    """Two wrong guesses, then the secret: a scripted GuessTheNumber episode of exactly three turns."""
+    secret = secret_of(ENV_ID, seed)
+    wrong = [n for n in (1, 2, 3) if n != secret][:2]
+    return [f"\\boxed{{{wrong[0]}}}", f"\\boxed{{{wrong[1]}}}", f"\\boxed{{{secret}}}"]
+
+
+def test_three_turn_episode_puts_each_turn_reward_on_its_last_sampled_token(tiny_tokenizer):
+    """Per-turn rewards (issue 36): verl's token-level scores carry each turn's reward at that turn's
+    last sampled token, not the episode's sum on the response's last token; the sampled tokens are
+    exactly the server's, the env's observations masked."""
+    replies = three_turn_replies(3)
+    out = run_row(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, replies), gem_rows(ENV_ID, [3])[0])
+
+    assert out.extra_fields["env_turns"] == 3 and out.extra_fields[TURN_REWARDS] == [0.0, 0.0, 1.0]
+    spans = turn_spans(out.response_mask)
+    assert len(spans) == 3
+    eos = tiny_tokenizer.eos_token_id
+    for (start, end), reply in zip(spans, replies, strict=True):
+        assert out.response_ids[start:end] == [*tiny_tokenizer.encode(reply, add_special_tokens=False), eos]
+        assert out.response_logprobs[start:end] == [LOGPROB] * (end - start)
+    ends = [end - 1 for _, end in spans]
+    assert out.extra_fields[TURN_ENDS] == ends
+    # what verl's v1 trainer stores as token_level_scores (AgentLoopOutput.as_dict -> rm_scores)
+    scores = out.as_dict()["rm_scores"]
+    assert scores.shape == (len(out.response_ids),)
+    assert {i: float(v) for i, v in enumerate(scores) if v} == {ends[2]: 1.0}
+    assert float(scores.sum()) == out.reward_score == 1.0  # GRPO/RLOO, which sum them, see the return
+
+
+def test_turn_rewards_other_than_the_last_land_on_their_turns(tiny_tokenizer):
+    """A mid-episode reward (a wrapper paying 0.25 per valid guess) stays on its turn: pins an adapter
+    that sums the turns' rewards onto the last token."""
+    import gem
+
+    class PerGuess(gem.Wrapper):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return obs, reward + 0.25, terminated, truncated, info
+
+    replies = three_turn_replies(4)
+    server = ScriptedServerManager(tiny_tokenizer, replies)
+    # the loop's env source may be a factory as well as an id (gem_integrations._support.env_factory)
+    row = {"extra_info": {"env_id": lambda: PerGuess(gem.make(ENV_ID)), "seed": 4}}
+    out = run_row(tiny_tokenizer, server, row)
+    ends = [end - 1 for _, end in turn_spans(out.response_mask)]
+    scores = out.as_dict()["rm_scores"]
+    assert out.extra_fields[TURN_REWARDS] == [0.25, 0.25, 1.25]
+    assert {i: float(v) for i, v in enumerate(scores) if v} == dict(zip(ends, [0.25, 0.25, 1.25], strict=True))
+
+
+def synthetic_batch(generator):
+    """(token rewards, response mask, per-turn rewards): episodes of 1-4 turns, observation tokens
+    between turns, right padding, each turn's reward on its last token."""
+    import torch
+
+    rows, per_turn = [], []
+    for b in range(6):
+        turns = 1 + b % 4
+        mask, rewards, episode = [], [], []
+        for _ in range(turns):
+            n = int(torch.randint(1, 5, (1,), generator=generator))
+            reward = float(torch.randn(1, generator=generator))
+            mask += [1] * n
+            rewards += [0.0] * (n - 1) + [reward]
+            episode.append(reward)
+            mask += [0] * 2
+            rewards += [0.0] * 2
+        rows.append((mask, rewards))
+        per_turn.append(episode)
+    width = max(len(m) for m, _ in rows) + 3
+    mask = torch.tensor([m + [0] * (width - len(m)) for m, _ in rows])
+    rewards = torch.tensor([r + [0.0] * (width - len(r)) for _, r in rows])
+    return rewards, mask, per_turn
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_gem_rebn_through_verls_compute_advantage_equals_gem_train(normalize):
+    """`algorithm.adv_estimator=gem_rebn` through verl's own compute_advantage (ray_trainer, what the v1
+    trainer calls), a real DataProto and AlgoConfig: every sampled token carries gem-train's ReBN advantage
+    of its turn (to 1e-6), every other token 0."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.trainer.config import AlgoConfig
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from gem_train.algorithms.rebn import rebn_turn_advantages
+
+    assert get_adv_estimator_fn(ESTIMATOR).__module__ == "gem_integrations.verl"
+    rewards, mask, per_turn = synthetic_batch(torch.Generator().manual_seed(0))
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array([str(b // 2) for b in range(len(mask))], dtype=object)})
+    config = AlgoConfig(adv_estimator=ESTIMATOR, gamma=0.9, norm_adv_by_std_in_grpo=normalize)
+    data = compute_advantage(data, adv_estimator=config.adv_estimator, gamma=config.gamma, lam=config.lam,
+                             num_repeat=2, norm_adv_by_std_in_grpo=normalize, config=config)
+
+    expected = rebn_turn_advantages(per_turn, gamma=0.9, normalize_std=normalize)
+    advantages = data.batch["advantages"]
+    for b, spans in enumerate(turn_spans(m) for m in mask.tolist()):
+        assert len(spans) == len(expected[b])
+        for (start, end), value in zip(spans, expected[b], strict=True):
+            assert torch.allclose(advantages[b, start:end].double(), torch.full((end - start,), value,
+                                                                              dtype=torch.float64), atol=1e-6)
+    assert float(advantages[mask == 0].abs().sum()) == 0.0
+
+
+def test_loop_outputs_train_through_gem_rebn_as_gem_train_would(tiny_tokenizer):
+    """End to end on CPU: three episodes from the loop, as verl's trainer batches them (as_dict's rm_scores
+    as token_level_rewards, right-padded), through compute_advantage with gem_rebn, give each turn the
+    advantage gem-train's ReBN gives the same per-turn rewards."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.trainer.config import AlgoConfig
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from gem_train.algorithms.rebn import rebn_turn_advantages
+
+    outs = []
+    for seed, replies in [(3, three_turn_replies(3)), (5, [f"\\boxed{{{secret_of(ENV_ID, 5)}}}"]),
+                          (6, ["\\boxed{x}"])]:  # 3 turns, 1 turn, a format error (-0.1)
+        server = ScriptedServerManager(tiny_tokenizer, replies)
+        outs.append(run_row(tiny_tokenizer, server, gem_rows(ENV_ID, [seed])[0]))
+    fields = [out.as_dict() for out in outs]
+    pad = torch.nn.utils.rnn.pad_sequence
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": pad([f["rm_scores"] for f in fields], batch_first=True),
+                 "response_mask": pad([f["response_mask"] for f in fields], batch_first=True)},
+        non_tensors={"uid": np.array(["a", "b", "c"], dtype=object)})
+    config = AlgoConfig(adv_estimator=ESTIMATOR, gamma=0.9)
+    data = compute_advantage(data, adv_estimator=ESTIMATOR, gamma=0.9, config=config)
+
+    per_turn = [out.extra_fields[TURN_REWARDS] for out in outs]
+    assert per_turn == [[0.0, 0.0, 1.0], [1.0], [-0.1]]
+    expected = rebn_turn_advantages(per_turn, gamma=0.9)
+    for b, out in enumerate(outs):
+        got = [float(data.batch["advantages"][b, end - 1]) for _, end in turn_spans(out.response_mask)]
+        assert got == pytest.approx(expected[b], abs=1e-6)
 
 
 def test_missing_framework_error_is_one_line_naming_the_readme_install():

@@ -10,13 +10,23 @@ The loop uses verl's own machinery: generation through ``self.server_manager``
 (vLLM or SGLang servers), prompt and turn tokens through verl's continuous-token
 builder (the chat template applied the way verl applies it for the model family),
 the env's observations appended as user turns with ``response_mask`` 0, the sampler's
-logprobs kept, and the episode's return as ``reward_score`` (so no reward function is
-needed). Point verl at it with::
+logprobs kept. Each turn's reward sits on that turn's last sampled token of the
+episode's ``rm_scores`` (verl's token-level scores), the return as ``reward_score`` (so
+no reward function is needed). Point verl at it with::
 
     actor_rollout_ref.rollout.mode=async
     actor_rollout_ref.rollout.agent.agent_loop_config_path=<file listing gem_integrations.verl>
 
-or simply ``import gem_integrations.verl`` in a module verl imports (the example does).
+Importing this module also registers ``gem_rebn`` in verl's advantage-estimator registry
+(:func:`compute_gem_rebn_advantage`): ReBN's per-turn discounted returns normalised over
+every turn of the batch. verl computes advantages in its trainer process, which imports
+only what the config names, so select it with both::
+
+    algorithm.adv_estimator=gem_rebn
+    actor_rollout_ref.model.external_lib=gem_integrations.verl
+
+(verl imports ``model.external_lib`` in every process that builds the model config, the
+trainer's included.)
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from typing import Any
 from uuid import uuid4
 
 from gem_integrations._support import EnvSource, env_factory, import_framework, require_hook
+from gem_integrations.turns import rebn_token_advantages
 
 TESTED = "0.9.1"
 
@@ -41,7 +52,63 @@ require_hook("request_id" in inspect.signature(agent_loop.LLMServerClient.genera
              dist="verl", tested=TESTED, extra="verl",
              what="LLMServerClient.generate(request_id, prompt_ids, sampling_params) changed")
 
+core_algos = import_framework("verl.trainer.ppo.core_algos", dist="verl", extra="verl", tested=TESTED)
+require_hook(hasattr(core_algos, "register_adv_est") and hasattr(core_algos, "get_adv_estimator_fn"),
+             dist="verl", tested=TESTED, extra="verl",
+             what="verl.trainer.ppo.core_algos.register_adv_est/get_adv_estimator_fn changed")
+
 AGENT_NAME = "gem_agent"
+ESTIMATOR = "gem_rebn"
+#: extra_fields keys: one reward per turn, and the response index of the turn's last sampled token
+TURN_REWARDS, TURN_ENDS = "gem_turn_rewards", "gem_turn_ends"
+
+
+@core_algos.register_adv_est(ESTIMATOR)
+def compute_gem_rebn_advantage(token_level_rewards: Any, response_mask: Any, config: Any = None,
+                               **_: Any) -> tuple[Any, Any]:
+    """verl's estimator signature: (B, T) token rewards and response mask in, (advantages, returns) out.
+
+    The turns are the runs of 1s in ``response_mask`` and each turn's reward is what the
+    turn's tokens carry (gem_integrations.turns). ``gamma`` is verl's ``algorithm.gamma``
+    (1.0 without a config, verl's default); normalising by the batch's std follows
+    ``algorithm.norm_adv_by_std_in_grpo`` (default True), verl's switch for the same choice
+    in GRPO. ``index`` (the GRPO groups) is ignored: ReBN normalises over the whole batch.
+    """
+    gamma = float(_get(config, "gamma", 1.0))
+    normalize_std = bool(_get(config, "norm_adv_by_std_in_grpo", True))
+    advantages = rebn_token_advantages(token_level_rewards, response_mask, gamma, normalize_std)
+    # as verl's outcome estimators do: without a critic, "returns" is only logged
+    return advantages, advantages
+
+
+def _get(config: Any, key: str, default: Any) -> Any:
+    if config is None:
+        return default
+    getter = getattr(config, "get", None)  # AlgoConfig and DictConfig both have .get
+    return getter(key, default) if callable(getter) else getattr(config, key, default)
+
+
+class GemAgentLoopOutput(AgentLoopOutput):
+    """verl's AgentLoopOutput whose token-level scores hold each turn's reward at that turn's
+    last sampled token (verl's own puts the whole ``reward_score`` on the last token).
+
+    verl's trainer (``trainer.use_v1``, the default) turns each loop output into its batch
+    with ``as_dict()``, ``rm_scores`` becoming ``token_level_scores``; the rewards and their
+    positions also stay in ``extra_fields``. Estimators that sum a sample's token rewards
+    (GRPO, RLOO) still see the episode's return.
+    """
+
+    def as_dict(self) -> dict[str, Any]:
+        output = super().as_dict()
+        rewards, ends = self.extra_fields.get(TURN_REWARDS), self.extra_fields.get(TURN_ENDS)
+        if rewards is not None and "rm_scores" in output:
+            import torch
+
+            scores = torch.zeros_like(output["rm_scores"])
+            for reward, end in zip(rewards, ends, strict=True):
+                scores[end] += reward
+            output["rm_scores"] = scores
+        return output
 
 
 def gem_rows(env_id: str, seeds: Any, data_source: str = "gem") -> list[dict[str, Any]]:
@@ -96,6 +163,8 @@ class GemAgentLoop(AgentLoopBase):
         tokens = await self.ct_build_initial_tokens(messages)
         mask: list[int] = []
         logprobs: list[float] = []
+        rewards: list[float] = []
+        ends: list[int] = []  # each turn's last sampled token, an index into the response
         request_id = uuid4().hex  # one id per episode: the server keeps its prefix cached
         total, turns, success = 0.0, 0, False
         while True:
@@ -107,6 +176,14 @@ class GemAgentLoop(AgentLoopBase):
             tokens, logprobs = merged.token_ids, new_logprobs or []
             reply = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
             obs, reward, terminated, truncated, step_info = await env.astep(reply)
+            end = _last_sampled(mask)
+            if ends and end == ends[-1]:
+                # the model sampled nothing this turn: verl has no token for it, so its reward joins the
+                # previous turn's (where gem_integrations.turns would read it too)
+                rewards[-1] += float(reward)
+            else:
+                rewards.append(float(reward))
+                ends.append(max(end, 0))
             total += float(reward)
             turns += 1
             success = bool(step_info.get("correct", success))
@@ -121,7 +198,9 @@ class GemAgentLoop(AgentLoopBase):
             tokens, mask, logprobs = merged.token_ids, new_mask, (new_logprobs or []) if logprobs else []
         n = self.response_length
         response_ids = tokens[len(tokens) - len(mask):]
-        return AgentLoopOutput(
+        # a turn cut by the response budget keeps its reward on its last token inside the budget
+        ends = [min(end, n - 1) for end in ends]
+        return GemAgentLoopOutput(
             prompt_ids=tokens[: len(tokens) - len(mask)],
             response_ids=response_ids[:n],
             response_mask=mask[:n],
@@ -129,8 +208,16 @@ class GemAgentLoop(AgentLoopBase):
             reward_score=total,
             num_turns=2 * turns + 1,
             metrics={},
-            extra_fields={"env_return": total, "env_turns": turns, "env_success": success},
+            extra_fields={"env_return": total, "env_turns": turns, "env_success": success,
+                          TURN_REWARDS: rewards, TURN_ENDS: ends},
         )
 
 
-__all__ = ["AGENT_NAME", "GemAgentLoop", "gem_rows"]
+def _last_sampled(mask: list[int]) -> int:
+    """Index of the last 1 in ``mask`` (the turn just merged ends there; the chat template may
+    append unsampled tokens after it), -1 when there is none."""
+    return max((i for i, m in enumerate(mask) if m), default=-1)
+
+
+__all__ = ["AGENT_NAME", "ESTIMATOR", "TURN_ENDS", "TURN_REWARDS", "GemAgentLoop", "GemAgentLoopOutput",
+           "compute_gem_rebn_advantage", "gem_rows"]
