@@ -2,20 +2,18 @@
 from dataset rows and played through ``init``/``step`` the way skyrl-train's generator does.
 
 skyrl-gym ships no loop of its own that drives an env; the loop that does is
-``SkyRLGymGenerator.agent_loop`` in skyrl-train 0.3.1, and skyrl-train cannot be installed
-here: it requires Python ==3.12.* (this venv is 3.11, where pip finds no release), and
-declares flash-attn (a CUDA build) and ray==2.51.1 as plain dependencies. So
-:func:`generator_episode` makes the calls that ``agent_loop`` makes, in its order, on rows
-split into prompt / env_class / extras as skyrl-train's ``PromptDataset`` splits them.
+``SkyRLGymGenerator.agent_loop`` in skyrl-train 0.3.1. :func:`generator_episode` makes the
+calls that ``agent_loop`` makes, in its order, on rows split into prompt / env_class / extras
+as skyrl-train's ``PromptDataset`` splits them, so these tests need skyrl-gym only.
 Runs in ``nox -s "integration(framework='skyrl')"``.
 
-Where skyrl-train is installed, ``test_one_generation_round_through_skyrl_trains_generator``
-also runs one round of its real ``SkyRLGymGenerator.generate`` with a stand-in engine (the
-solver) and gem-train's tiny tokenizer (skipped in the nox session). It passed here with
-skyrl-train forced onto Python 3.11 (``pip install --no-deps --ignore-requires-python
-skyrl-train==0.3.1`` beside torch, ray==2.51.1, fastapi, loguru and transformers 4.57.1):
-under transformers 5 skyrl-train 0.3.1's generator fails (``apply_chat_template`` returns a
-``BatchEncoding`` where it expects a list of ids).
+``test_one_generation_round_through_skyrl_trains_generator`` also runs one round of skyrl-train's
+real ``SkyRLGymGenerator.generate`` with a stand-in engine (the solver) and gem-train's tiny
+tokenizer. skyrl-train declares Python ==3.12.*; the nox session installs it on 3.11 with
+``pip install --no-deps --ignore-requires-python skyrl-train==0.3.1`` beside the modules it
+imports (examples/skyrl/README.md's check block), transformers 4: under transformers 5
+skyrl-train 0.3.1's generator fails (``apply_chat_template`` returns a ``BatchEncoding`` where it
+expects a list of ids). Where skyrl-train is absent that test is skipped.
 """
 
 from __future__ import annotations
@@ -172,6 +170,39 @@ def test_env_id_from_env_config_and_a_bound_env():
     skyrl_gym.envs.registration.deregister("gem-guess-bound")
 
 
+def test_a_bound_env_aggregates_metrics_as_skyrl_trains_generator_does():
+    """register_env(env=...) once registered a functools.partial, and the generator's rollout
+    metrics (skyrl_gym.metrics.aggregate_for_environment) failed on it: a partial has no
+    aggregate_metrics. A factory (here a function) must also stay unbound."""
+    from skyrl_gym.metrics import aggregate_for_environment
+
+    register_env("gem-guess-factory", env=lambda: gem.make(ENV_ID))
+    try:
+        env = skyrl_gym.make("gem-guess-factory", env_config={}, extras={"seed": 1, "max_turns": 1})
+        env.init([])
+        env.step("\\boxed{1}")
+        metrics = env.get_metrics()
+        env.close()
+        assert aggregate_for_environment("gem-guess-factory", [metrics, metrics]) == metrics
+    finally:
+        skyrl_gym.envs.registration.deregister("gem-guess-factory")
+
+
+def test_a_row_with_wrappers_plays_the_wrapped_env():
+    """The math recipes' rows name GEM wrappers (python_tool): the env the generator builds from
+    the row runs the reply's code in gem-tools' sandbox and answers with its output."""
+    pytest.importorskip("gem_tools")
+    row, = gem_rows(ENV_ID, [3], wrappers="python_tool")
+    assert row["wrappers"] == "python_tool" and "python" in row["prompt"][-1]["content"]
+    extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")} | {"max_turns": 4}
+    env = skyrl_gym.make("gem", env_config={}, extras=extras)
+    chat, _ = env.init(row["prompt"])
+    assert chat[-1]["content"] == row["prompt"][-1]["content"]
+    out = env.step("```python\nprint(6 * 7)\n```")
+    env.close()
+    assert not out["done"] and "42" in out["observations"][0]["content"]
+
+
 def test_a_row_without_an_env_id_fails_in_one_line():
     with pytest.raises(ValueError, match="env_id") as err:
         skyrl_gym.make("gem", env_config={}, extras={"seed": 1})
@@ -216,7 +247,7 @@ class SolverEngine:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("skyrl_train") is None,
-                    reason="skyrl-train is not installed (Python 3.12 only; see the module docstring)")
+                    reason="skyrl-train is not installed (it declares Python 3.12; see the module docstring)")
 def test_one_generation_round_through_skyrl_trains_generator(tiny_tokenizer):
     import asyncio
     from importlib.resources import files

@@ -18,19 +18,30 @@ next observation as a user message, and ``done`` once the env terminates or trun
 or ``max_turns`` replies were played. skyrl-train's ``generator.max_turns`` defaults
 to 1, so set it to the game's turn limit for multi-turn play.
 
-The module imports skyrl-gym only; skyrl-train (Python 3.12, CUDA) imports it in its
-Ray workers, which must import this module before the generator runs (see
-``examples/skyrl``).
+Each step's reward is that turn's own: skyrl-train's generator puts it on the turn's last
+sampled token (token-level rewards), so ReBN's turn-level credit survives. Where skyrl-train
+imports, this module also registers ``gem_rebn`` in its ``AdvantageEstimatorRegistry``
+(``trainer.algorithm.advantage_estimator=gem_rebn``, ``trainer.algorithm.gamma`` the turn-level
+gamma): gem-train's ReBN over the turns of each trajectory. SkyRL's ``response_mask`` covers the
+env's tokens too, so the turns are the runs of the *loss* mask, which skyrl-train's registry
+call does not pass: train with :func:`gem_ppo_exp`'s experiment (``examples/skyrl/gem_skyrl.py
+train``), whose trainer hands it over.
+
+The module needs skyrl-gym only; skyrl-train imports it in its Ray workers, which must import
+this module before the generator runs (see ``examples/skyrl``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from gem_integrations._support import EnvSource, env_factory, import_framework, require_hook
+from gem_integrations.turns import rebn_token_advantages
 
 TESTED = "0.4.0"
 
@@ -54,15 +65,21 @@ class GemSkyRLEnv(BaseTextEnv):
     """One GEM episode as a skyrl-gym text env.
 
     ``env_config`` (``environment.skyrl_gym.gem`` in skyrl-train's config) may give a
-    default ``env_id``; ``extras`` (a dataset row) gives ``env_id``, ``seed`` and the
-    generator's ``max_turns``. ``env``: a fixed GEM env source (an id, env or factory),
+    default ``env_id`` and ``wrappers``; ``extras`` (a dataset row) gives ``env_id``,
+    ``wrappers`` (GEM wrapper names, e.g. ``"python_tool"``), ``seed`` and the generator's
+    ``max_turns``. ``env``: a fixed GEM env source (an id, env or factory),
     which :func:`register_env` binds; a row's ``env_id`` is then not needed.
     """
+
+    #: the env source a :func:`register_env` subclass binds (a staticmethod there, so that a
+    #: function or class stays unbound)
+    bound_env: EnvSource | None = None
 
     def __init__(self, env_config: Mapping[str, Any] | None = None, extras: Mapping[str, Any] | None = None,
                  env: EnvSource | None = None) -> None:
         super().__init__()
         extras = extras or {}
+        env = env if env is not None else self.bound_env
         source = env if env is not None else extras.get("env_id") or (env_config or {}).get("env_id")
         if not source:
             raise ValueError("the gem skyrl env needs a GEM env id: give each dataset row an 'env_id' column "
@@ -71,7 +88,8 @@ class GemSkyRLEnv(BaseTextEnv):
         self.seed = None if extras.get("seed") is None else int(extras["seed"])
         cap = extras.get("max_turns")
         self.max_turns = int(cap) if cap else None
-        self._env: Any = env_factory(source)()
+        wrappers = extras.get("wrappers") or (env_config or {}).get("wrappers") or None
+        self._env: Any = env_factory(source, wrappers)()
         self.total, self.done, self.terminated = 0.0, False, False
 
     @property
@@ -118,19 +136,23 @@ def register_env(env_class: str = ENV_CLASS, env: EnvSource | None = None) -> No
     """
     if env_class in registration.registry:
         return
-    entry = (f"{__name__}:GemSkyRLEnv" if env is None else functools.partial(GemSkyRLEnv, env=env))
+    # a class, not a partial: skyrl-gym's metrics aggregation (the generator's rollout metrics)
+    # calls entry_point.aggregate_metrics
+    entry = (f"{__name__}:GemSkyRLEnv" if env is None
+             else type(f"GemSkyRLEnv_{env_class}", (GemSkyRLEnv,), {"bound_env": staticmethod(env)}))
     registration.register(id=env_class, entry_point=entry)
 
 
 def gem_rows(env: str, seeds: Iterable[int], system_prompt: str | None = None,
-             env_class: str = ENV_CLASS) -> list[dict[str, Any]]:
-    """skyrl-train dataset rows, one per seed: ``prompt``, ``env_class``, ``env_id``, ``seed``.
+             env_class: str = ENV_CLASS, wrappers: str | None = None) -> list[dict[str, Any]]:
+    """skyrl-train dataset rows, one per seed: ``prompt``, ``env_class``, ``env_id``, ``seed``
+    (and ``wrappers`` when given, e.g. ``"python_tool"``).
 
     The prompt is the env's first observation for that seed (skyrl-train filters rows
     by the prompt's length; the env's ``init`` replaces it by the live observation).
     Written as JSON lines or parquet, they are what skyrl-train's ``PromptDataset`` reads.
     """
-    make = env_factory(env)
+    make = env_factory(env, wrappers or None)
     rows = []
     for seed in (int(s) for s in seeds):
         e = make()
@@ -140,10 +162,117 @@ def gem_rows(env: str, seeds: Iterable[int], system_prompt: str | None = None,
             e.close()
         prompt = [{"role": "system", "content": system_prompt}] if system_prompt else []
         prompt.append({"role": "user", "content": str(obs)})
-        rows.append({"prompt": prompt, "env_class": env_class, "env_id": env, "seed": seed})
+        rows.append({"prompt": prompt, "env_class": env_class, "env_id": env, "seed": seed,
+                     **({"wrappers": wrappers} if wrappers else {})})
     return rows
 
 
-register_env()
+#: the advantage estimator name ``trainer.algorithm.advantage_estimator`` selects ReBN by
+REBN_ESTIMATOR = "gem_rebn"
 
-__all__ = ["ENV_CLASS", "GemSkyRLEnv", "gem_rows", "register_env"]
+# the batch's loss mask, set by GemRayPPOTrainer around skyrl-train's estimator call (which
+# passes the estimator only the response mask); a context variable, so nothing outlives the call
+_LOSS_MASK: ContextVar[Any] = ContextVar("gem_skyrl_loss_mask", default=None)
+
+
+def rebn_estimator(*, token_level_rewards: Any, response_mask: Any, gamma: float = 1.0, grpo_norm_by_std: bool = True,
+                   loss_mask: Any = None, **_: Any) -> tuple[Any, Any]:
+    """``gem_rebn`` in skyrl-train's registry: (advantages, returns), both the ReBN advantages.
+
+    Each trajectory's turns are the runs of 1s in its loss mask (the sampled tokens); each
+    turn's reward is the token rewards from its first token up to the next turn's (the
+    generator puts it on the turn's last token). ``gamma`` is the turn-level discount;
+    ``grpo_norm_by_std`` (skyrl-train's switch for dividing by the std) keeps ReBN's std.
+    """
+    mask = loss_mask if loss_mask is not None else _LOSS_MASK.get()
+    if mask is None:
+        raise ValueError(f"{REBN_ESTIMATOR} needs the loss mask to find the turns (skyrl-train's response mask covers "
+                         "the env's tokens too): train with gem_integrations.skyrl.gem_ppo_exp() "
+                         "(examples/skyrl/gem_skyrl.py train) or pass loss_mask=")
+    if tuple(mask.shape) != tuple(token_level_rewards.shape):
+        shapes = f"loss mask {tuple(mask.shape)} and rewards {tuple(token_level_rewards.shape)}"
+        raise ValueError(f"{REBN_ESTIMATOR}: {shapes} differ (generator.step_wise_trajectories is not supported)")
+    # rows with no sampled token (skyrl-train's padding rows, zero-variance-filtered ones) have no
+    # turns: they take no part in the batch statistics and get 0 (turns.py wants >= 1 turn a row)
+    rows = mask.bool().any(dim=1)
+    advantages = token_level_rewards.new_zeros(token_level_rewards.shape)
+    if rows.any():
+        advantages[rows] = rebn_token_advantages(token_level_rewards[rows], mask[rows], float(gamma),
+                                                 normalize_std=bool(grpo_norm_by_std))
+    return advantages, advantages
+
+
+def check_rebn_config(cfg: Any) -> None:
+    """Refuse skyrl-train settings under which ``gem_rebn`` would not see per-turn rewards."""
+    if cfg.trainer.algorithm.advantage_estimator != REBN_ESTIMATOR:
+        return
+    gen = cfg.generator
+    if gen.get("step_wise_trajectories", False):
+        # skyrl-train then estimates on each trajectory's last step only and copies it to every step
+        raise ValueError(f"{REBN_ESTIMATOR} needs generator.step_wise_trajectories=false")
+    template = gen.get("chat_template") or {}
+    if gen.get("use_conversation_multi_turn", True) and template.get("name_or_path"):
+        # a custom template makes the generator re-tokenise the chat, a path that returns only the
+        # last step's reward (skyrl-train 0.3.1, SkyRLGymGenerator._build_per_token_rewards)
+        raise ValueError(f"{REBN_ESTIMATOR} needs generator.chat_template.name_or_path unset (with a custom chat "
+                         "template skyrl-train keeps only the last turn's reward)")
+
+
+def register_estimator() -> bool:
+    """Register ``gem_rebn`` in skyrl-train's ``AdvantageEstimatorRegistry`` (False where skyrl-train
+    is not installed; a no-op if already there)."""
+    if importlib.util.find_spec("skyrl_train") is None:
+        return False
+    from skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
+    if REBN_ESTIMATOR not in AdvantageEstimatorRegistry.list_available():
+        AdvantageEstimatorRegistry.register(REBN_ESTIMATOR, rebn_estimator)
+    return True
+
+
+@functools.cache
+def gem_trainer_class() -> type:
+    """skyrl-train's ``RayPPOTrainer``, handing ``gem_rebn`` the batch's loss mask."""
+    from skyrl_train.trainer import RayPPOTrainer
+
+    class GemRayPPOTrainer(RayPPOTrainer):
+        def compute_advantages_and_returns(self, data: Any) -> Any:
+            if self.cfg.trainer.algorithm.advantage_estimator != REBN_ESTIMATOR:
+                return super().compute_advantages_and_returns(data)
+            check_rebn_config(self.cfg)
+            token = _LOSS_MASK.set(data["loss_mask"])
+            try:
+                return super().compute_advantages_and_returns(data)
+            finally:
+                _LOSS_MASK.reset(token)
+
+    return GemRayPPOTrainer
+
+
+@functools.cache
+def gem_ppo_exp() -> type:
+    """skyrl-train's ``BasePPOExp`` with :func:`gem_trainer_class`'s trainer and the gem env and
+    estimator registered in the process that runs it (a Ray worker)."""
+    from skyrl_train.entrypoints.main_base import BasePPOExp
+
+    class GemPPOExp(BasePPOExp):
+        def __init__(self, cfg: Any) -> None:
+            register_env()
+            register_estimator()
+            check_rebn_config(cfg)
+            super().__init__(cfg)
+
+        def get_trainer(self, cfg, tracker, tokenizer, train_dataset, eval_dataset, inference_engine_client,
+                        generator, colocate_pg):
+            return gem_trainer_class()(cfg=cfg, tracker=tracker, tokenizer=tokenizer, train_dataset=train_dataset,
+                                       eval_dataset=eval_dataset, inference_engine_client=inference_engine_client,
+                                       generator=generator, colocate_pg=colocate_pg)
+
+    return GemPPOExp
+
+
+register_env()
+register_estimator()
+
+__all__ = ["ENV_CLASS", "REBN_ESTIMATOR", "GemSkyRLEnv", "check_rebn_config", "gem_ppo_exp", "gem_rows",
+           "gem_trainer_class", "rebn_estimator", "register_env", "register_estimator"]
