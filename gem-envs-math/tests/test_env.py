@@ -100,7 +100,7 @@ def test_hub_only_ids_fail_at_make_with_instructions(env_id: str) -> None:
     with pytest.raises(DataUnavailableError) as caught:
         gem.make(env_id)
     message = str(caught.value)
-    assert dataset_name in message and "path=" in message and "pip install datasets" in message
+    assert dataset_name in message and "source=" in message and "pip install datasets" in message
 
 
 def test_every_reference_math_id_is_registered() -> None:

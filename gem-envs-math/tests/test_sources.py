@@ -98,7 +98,7 @@ def test_local_solution_key_takes_the_last_box(tmp_path: Path) -> None:
 
 
 def test_hub_without_datasets_says_how_to_get_the_data() -> None:
-    with pytest.raises(DataUnavailableError, match=r"axon-rl/GSM-8k.*path=.*pip install datasets"):
+    with pytest.raises(DataUnavailableError, match=r"axon-rl/GSM-8k.*source=.*pip install datasets"):
         sources.load_hub("axon-rl/GSM-8k")
 
 
@@ -144,5 +144,5 @@ def test_source_is_a_packaged_name_a_file_or_a_hub_name_and_path_stays_an_alias(
     assert env.unwrapped.records is gem.make("math:GSM8K", path=str(path)).unwrapped.records
     assert env.reset(idx=0)[0].startswith("1+1?")
     assert len(sources.load("math500")) == 500
-    with pytest.raises(DataUnavailableError, match=r"axon-rl/GSM-8k.*path='data.jsonl'"):
+    with pytest.raises(DataUnavailableError, match=r"axon-rl/GSM-8k.*source='data.jsonl'"):
         sources.load("hub:axon-rl/GSM-8k")

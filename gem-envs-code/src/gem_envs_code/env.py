@@ -124,11 +124,13 @@ class CodeEnv(DatasetEnv):
                 else sources.problems_from_records(records, "dataset", question_key, test_key, max_tests)
             )  # fmt: skip
         elif path is not None:
-            problems = sources.load_local(path, question_key, test_key, max_tests)
+            problems = sources.load_local(path, question_key=question_key, test_key=test_key, max_tests=max_tests)
         elif source is not None:
-            problems = sources.load(source, question_key, test_key, max_tests, dataset_name=dataset_name, split=split)
+            problems = sources.load(source, dataset_name, split, question_key=question_key, test_key=test_key,
+                                    max_tests=max_tests)
         elif dataset_name:
-            problems = sources.load_hub(dataset_name, split, question_key, test_key, max_tests)
+            problems = sources.load_hub(dataset_name, split, question_key=question_key, test_key=test_key,
+                                        max_tests=max_tests)
         else:
             raise ValueError("CodeEnv needs data: source=, path=, dataset_name= or dataset=")
         if max_turns < 1:

@@ -13,17 +13,15 @@ where HumanEval and MBPP sit in their wheel and how records with tests read.
 from __future__ import annotations
 
 import ast
-import functools
 import json
-import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gem import data
-from gem.data import Records, olmo_docs, require_keys
+from gem.data import olmo_docs, require_keys
+from gem.data.source import DatasetSource
 from gem.errors import DataUnavailableError
 from gem_envs_code.problems import AssertTest, IOTest, Problem
 from gem_envs_code.pyparse import parse_python
@@ -99,12 +97,6 @@ PACKAGED: dict[str, tuple[Callable[[], Iterable[Problem]], str]] = {
 }
 
 
-def load_packaged(name: str) -> Records:
-    """A packaged dataset by name (see :data:`PACKAGED`)."""
-    return data.load_packaged("code", PACKAGED, name)
-
-
-# -- records with tests: local files and the hub -----------------------------------------
 def _text(value: Any) -> str:
     return "\n".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
@@ -159,52 +151,23 @@ def problems_from_records(
     return tuple(problems)
 
 
-def load_local(
-    path: str | os.PathLike[str], question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
-) -> Records:  # fmt: skip
-    """A local ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file of records with tests."""
-    convert = functools.partial(_converted, question_key=question_key, test_key=test_key, max_tests=max_tests)
-    return data.load_local(path, convert, key=("code", question_key, test_key, max_tests))
-
-
 def _converted(
-    rows: Iterable[Mapping[str, Any]], where: str, question_key: str, test_key: str, max_tests: int | None
-) -> tuple[Problem, ...]:
-    # records name themselves by file name, not by the full path the loader passes
-    return problems_from_records(rows, Path(where).name, question_key, test_key, max_tests)
-
-
-def hub_hint(dataset_name: str, split: str | None) -> str:
-    """How to supply a hub-only dataset: the message of the error a hub id raises."""
-    return data.hub_hint(
-        dataset_name, split,
-        local_copy="gem.make(<id>, source='data.jsonl', question_key='problem', test_key='tests') "
-        "(tests as {'inputs': [...], 'outputs': [...]})",
-        enable="pip install 'gem-envs-code[hub]'",
-        offline="code:HumanEval, code:MBPP, eval:HumanEval and eval:MBPP, which work out of the box",
-    )  # fmt: skip
-
-
-def load_hub(
-    dataset_name: str, split: str | None = None, question_key: str = "problem", test_key: str = "tests",
+    rows: Iterable[Mapping[str, Any]], where: str, question_key: str = "problem", test_key: str = "tests",
     max_tests: int | None = None,
-) -> Records:  # fmt: skip
-    """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
-    convert = functools.partial(problems_from_records, question_key=question_key, test_key=test_key,
-                                max_tests=max_tests)  # fmt: skip
-    return data.load_hub(dataset_name, split, convert, hub_hint(dataset_name, split),
-                         key=("code", question_key, test_key, max_tests))  # fmt: skip
+) -> tuple[Problem, ...]:  # fmt: skip
+    # records of a file name themselves by its name, not by the full path the loader passes
+    return problems_from_records(rows, Path(where).name if Path(where).is_file() else where, question_key, test_key,
+                                 max_tests)
 
 
-def load(
-    source: str, question_key: str = "problem", test_key: str = "tests", max_tests: int | None = None,
-    dataset_name: str | None = None, split: str | None = None,
-) -> Records:  # fmt: skip
-    """Resolve a ``source``: a packaged dataset name, a local file path, or ``"hub:<name>"``
-    (``"hub"`` with ``dataset_name``), with ``split``; see :func:`gem.data.load_source`."""
-    return data.load_source(
-        source, PACKAGED, load_packaged,
-        lambda path: load_local(path, question_key, test_key, max_tests),
-        lambda name, split: load_hub(name, split, question_key, test_key, max_tests),
-        dataset_name, split,
-    )  # fmt: skip
+#: packaged data, local files and the hub, read the way every dataset suite reads them (gem.data.source)
+SOURCE = DatasetSource("code", PACKAGED, _converted, keys={"question_key": "problem", "test_key": "tests",
+                                                            "max_tests": None},
+                       row_note="tests as {'inputs': [...], 'outputs': [...]}",
+                       enable="pip install 'gem-envs-code[hub]'",
+                       offline="code:HumanEval, code:MBPP, eval:HumanEval and eval:MBPP, which work out of the box")
+load_packaged = SOURCE.load_packaged
+load_local = SOURCE.load_local
+load_hub = SOURCE.load_hub
+hub_hint = SOURCE.hub_hint
+load = SOURCE.load

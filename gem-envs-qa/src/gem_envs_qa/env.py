@@ -96,7 +96,7 @@ class QaEnv(DatasetEnv):
                 "dataset", sources.records_from_rows(dataset, question_key, answer_key)
             )
         else:
-            questions = sources.load(source, dataset_name, split, question_key, answer_key)
+            questions = sources.load(source, dataset_name, split, question_key=question_key, answer_key=answer_key)
         super().__init__(questions, shuffle=shuffle, seed=seed)
         self.extract_boxed = bool(extract_boxed)
         if prompt_template is None:

