@@ -10,6 +10,8 @@ loops do). Runs in ``nox -s "integration(framework='verl')"``.
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +256,48 @@ def test_loop_outputs_train_through_gem_rebn_as_gem_train_would(tiny_tokenizer):
 
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
     assert_missing_framework_is_one_line("verl", "verl")
+
+
+RECIPES = Path(__file__).resolve().parents[2] / "examples" / "verl" / "recipes"
+
+
+@pytest.mark.parametrize(("task", "launch", "nodes", "gamma"), [
+    ("game_rebn", ["launch_1node.sh"], 1, 0.9), ("math_python_tool", ["launch_1node.sh"], 1, 1.0),
+    ("game_rebn", ["launch_2nodes.sh", "head"], 2, 0.9), ("math_python_tool", ["launch_2nodes.sh", "head"], 2, 1.0)])
+def test_recipe_dry_runs_build_and_validate_verls_config(tmp_path, task, launch, nodes, gamma):
+    """Each recipe's launch script with --dry-run: composes verl's ppo_trainer config with the recipe's
+    overrides, passes verl's validate_config for its GPUs, resolves gem_rebn the way verl's trainer process
+    would (through model.external_lib) and writes the rows; no Ray, no model, no hub."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    script, *role = launch
+    result = subprocess.run(["bash", str(RECIPES / script), *role, task, "--dry-run", "--out", str(tmp_path)],
+                            env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "All configuration checks passed" in result.stdout
+    command = result.stdout
+    for override in ["algorithm.adv_estimator=gem_rebn", f"algorithm.gamma={gamma}", f"trainer.nnodes={nodes}",
+                     "trainer.n_gpus_per_node=8", "actor_rollout_ref.model.external_lib=gem_integrations.verl"]:
+        assert override in command
+    rows = pd.read_parquet(tmp_path / "train.parquet")
+    assert len(rows) == 500 * 32 and rows["agent_name"].eq(AGENT_NAME).all()
+    if task == "math_python_tool":
+        assert rows["extra_info"][0]["wrappers"] == "python_tool"
+
+
+def test_recipe_dry_run_refuses_gem_rebn_the_trainer_process_would_not_find(tmp_path):
+    """verl computes advantages in its trainer process, which imports gem_integrations.verl only through
+    model.external_lib: a recipe without it would fail after Ray and the model are up; the dry run says so first."""
+    import subprocess
+    import sys
+
+    (tmp_path / "no_lib.yaml").write_text("overrides:\n  actor_rollout_ref.model.external_lib: null\n")
+    recipes = [str(RECIPES / "game_rebn.yaml"), str(RECIPES / "qwen3_1.7b_1node.yaml"), str(tmp_path / "no_lib.yaml")]
+    result = subprocess.run([sys.executable, str(RECIPES.parent / "train_gem_agent.py"),
+                             *(arg for path in recipes for arg in ("--recipe", path)),
+                             "--steps", "1", "--dry-run", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "actor_rollout_ref.model.external_lib=gem_integrations.verl" in result.stderr.splitlines()[-1]

@@ -2,9 +2,9 @@
 
 Importing this module registers :class:`GemAgentLoop` with verl as ``gem_agent``. A
 dataset row selects it with ``agent_name: gem_agent`` and names its episode in
-``extra_info``: ``{"env_id": "game:GuessTheNumber-v0-easy", "seed": 3}``
-(:func:`gem_rows` writes such rows). verl runs the loop once per sample; samples of
-one row (``rollout.n``) share its seed, so a GRPO group shares its start.
+``extra_info``: ``{"env_id": "game:GuessTheNumber-v0-easy", "seed": 3}``, optionally with
+``"wrappers": "python_tool"`` (:func:`gem_rows` writes such rows). verl runs the loop once
+per sample; samples of one row (``rollout.n``) share its seed, so a GRPO group shares its start.
 
 The loop uses verl's own machinery: generation through ``self.server_manager``
 (vLLM or SGLang servers), prompt and turn tokens through verl's continuous-token
@@ -111,17 +111,20 @@ class GemAgentLoopOutput(AgentLoopOutput):
         return output
 
 
-def gem_rows(env_id: str, seeds: Any, data_source: str = "gem") -> list[dict[str, Any]]:
+def gem_rows(env_id: str, seeds: Any, data_source: str = "gem", wrappers: str | None = None
+             ) -> list[dict[str, Any]]:
     """Dataset rows (for a parquet file) that run ``env_id`` once per seed under ``gem_agent``.
 
     ``prompt`` is a placeholder verl's dataset needs; the loop replaces it with the env's
-    first observation.
+    first observation. ``wrappers``: GEM wrapper names the loop puts around the env
+    (``"python_tool"``: math behind gem-tools' python tool).
     """
+    extra = {"wrappers": wrappers} if wrappers else {}
     return [{
         "data_source": data_source,
         "agent_name": AGENT_NAME,
         "prompt": [{"role": "user", "content": f"{env_id} seed {int(seed)}"}],
-        "extra_info": {"env_id": env_id, "seed": int(seed)},
+        "extra_info": {"env_id": env_id, "seed": int(seed), **extra},
         # verl's reward code expects the column; the loop's reward_score makes it unused
         "reward_model": {"style": "rule", "ground_truth": ""},
     } for seed in seeds]
@@ -150,7 +153,7 @@ class GemAgentLoop(AgentLoopBase):
         source = info.get("env_id") or self.env
         if source is None:
             raise ValueError("a gem_agent row needs extra_info['env_id'] (see gem_integrations.verl.gem_rows)")
-        env = env_factory(source)()
+        env = env_factory(source, info.get("wrappers"))()
         try:
             return await self._play(env, info.get("seed"), sampling_params)
         finally:
