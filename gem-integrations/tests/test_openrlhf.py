@@ -19,6 +19,8 @@ pytest.importorskip("openrlhf")
 from adapter_kit import ENV_ID, assert_missing_framework_is_one_line, secret_of
 from openrlhf.utils.agent import AgentExecutorBase
 
+import gem
+from gem.core import Wrapper
 from gem_integrations.openrlhf import seed_of
 
 LOGPROB = -0.5
@@ -97,3 +99,46 @@ def test_labels_carry_seeds():
 
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
     assert_missing_framework_is_one_line("openrlhf", "openrlhf")
+
+
+class TurnBonus(Wrapper):
+    """GuessTheNumber with 0.1 * turn added to each step's reward, so each turn has a reward of its own."""
+
+    def reset(self, seed=None, **kwargs):
+        self.turn = 0
+        return self.env.reset(seed=seed, **kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.turn += 1
+        return obs, reward + 0.1 * self.turn, terminated, truncated, info
+
+
+def test_three_turn_episode_gives_openrlhf_each_steps_reward_and_the_exact_tokens(tiny_tokenizer, monkeypatch):
+    """Each step hands OpenRLHF that turn's own reward (0.1, 0.2, 1.3 here); OpenRLHF 0.11.2's
+    MultiTurnAgentExecutor adds them into the sample's one reward (what examples/openrlhf/README.md
+    says: no per-turn credit there). The action ranges hold the sampler's exact tokens and logprobs.
+    The env is a factory function: agent_executor once stored it as a class attribute that bound
+    as a method, so building the env failed (TypeError)."""
+    from gem_integrations.openrlhf import GemAgentInstance, agent_executor
+
+    seen, step = [], GemAgentInstance.step
+
+    async def recording_step(self, states, **kwargs):
+        out = await step(self, states, **kwargs)
+        seen.append(float(out["rewards"]))
+        return out
+
+    monkeypatch.setattr(GemAgentInstance, "step", recording_step)
+    secret = secret_of(ENV_ID, 3)
+    replies = [*(f"\\boxed{{{g}}}" for g in [g for g in range(1, 11) if g != secret][:2]), f"\\boxed{{{secret}}}"]
+    executor = agent_executor(lambda: TurnBonus(gem.make(ENV_ID)))()
+    out = play(executor, tiny_tokenizer, replies)
+
+    assert seen == pytest.approx([0.1, 0.2, 1.3])
+    assert out["reward"] == pytest.approx(1.6)  # summed by OpenRLHF
+    tokens, ranges = out["observation_tokens"], out["action_ranges"]
+    assert len(ranges) == 3
+    for (a, b), reply in zip(ranges, replies, strict=True):
+        assert tokens[a:b] == [*tiny_tokenizer.encode(reply, add_special_tokens=False), tiny_tokenizer.eos_token_id]
+        assert out["rollout_log_probs"][a:b] == [LOGPROB] * (b - a)

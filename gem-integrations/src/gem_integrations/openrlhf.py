@@ -94,9 +94,12 @@ class GemAgentExecutor(MultiTurnAgentExecutor):
     system_prompt: str | None = None
 
     def __init__(self) -> None:
-        if self.env is None:
+        # read statically: a factory function set as a class attribute would otherwise bind as a method
+        env = inspect.getattr_static(self, "env")
+        env = env.__func__ if isinstance(env, staticmethod) else env
+        if env is None:
             raise TypeError("GemAgentExecutor needs an env: use agent_executor(env_id) or subclass with env = ...")
-        self.make_env = env_factory(self.env)
+        self.make_env = env_factory(env)
         self.tokenizer: Any = None
         super().__init__(type("GemAgentInstance", (GemAgentInstance,), {"executor": self}))
 
