@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from gem.core import Env
 from gem.errors import EpisodeTimeoutError, StepTimeoutError
 from gem.executor import ThreadPool
+from gem.factory import EnvFactory
 from gem.fingerprint import safe_fingerprint
 from gem.host.threads import Lease, ThreadHost
 from gem.runner_processes import ProcessEnv, ProcessEnvs
@@ -76,29 +77,6 @@ class Trajectory:
 
     def __len__(self) -> int:
         return len(self.turns)
-
-
-def _wrapped(base: Callable[[], Env], wrappers: Any, tokenizer: Any) -> Env:
-    from gem.wrappers import apply_wrappers
-
-    return apply_wrappers(base(), wrappers, tokenizer=tokenizer)
-
-
-def _env_factory(env: str | Env | Callable[[], Env], wrappers: Any, tokenizer: Any) -> Callable[[], Env]:
-    # partials, not lambdas: with processes=N the factory may have to be pickled
-    from gem.registration import make
-
-    if isinstance(env, str):
-        base: Callable[[], Env] = functools.partial(make, env)
-    elif isinstance(env, Env):
-        base = env.spawn
-    elif callable(env):
-        base = env
-    else:
-        raise TypeError(f"env must be an id, an Env or a factory, got {type(env).__name__}")
-    if not wrappers:
-        return base
-    return functools.partial(_wrapped, base, wrappers, tokenizer)
 
 
 @dataclass(frozen=True)
@@ -241,7 +219,7 @@ async def run_episodes(
                                                       step_timeout=step_timeout, episode_timeout=episode_timeout)
     if streaming:
         episode_seeds(0, [], concurrency, on_error, step_timeout=step_timeout, episode_timeout=episode_timeout)
-    make_env = _env_factory(env, wrappers, tokenizer)
+    make_env = EnvFactory(env, wrappers=wrappers or None, tokenizer=tokenizer)  # picklable: processes=N
     act, wants_context = _policy_fn(policy)
     semaphore = asyncio.Semaphore(concurrency)
     pool = ThreadPool(threads or concurrency + max(4, concurrency // 4))

@@ -12,7 +12,7 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import GemError
-from gem.runner import _env_factory
+from gem.factory import EnvFactory
 
 EnvSource = str | Env | Callable[[], Env]
 
@@ -79,8 +79,9 @@ def require_hook(ok: bool, *, dist: str, tested: str, extra: str, what: str) -> 
 
 
 def env_factory(env: EnvSource, wrappers: Any = None) -> Callable[[], Env]:
-    """A zero-argument callable that builds a fresh env from an id, an env (spawned) or a factory."""
-    return _env_factory(env, wrappers, None)
+    """A zero-argument callable that builds a fresh env from an id, an env (spawned) or a factory
+    (gem's one :class:`~gem.factory.EnvFactory`)."""
+    return EnvFactory(env, wrappers=wrappers or None)
 
 
 def first_prompt(tokenizer: Any, observation: str, system_prompt: str | None = None) -> str:

@@ -12,40 +12,13 @@ fresh worker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
-
 import gem
 from gem.errors import GemError
-from gem.wrappers import apply_wrappers
+from gem.factory import EnvFactory
 from gem_train.config import ConfigError, TrainConfig
 
 #: wrappers whose observation is text already rendered with the chat template
 TEMPLATED_WRAPPERS = ("concat_chat", "concat_chat_on_reset")
-
-
-@dataclass
-class EnvFactory:
-    """Makes one env: ``gem.make(env_id, **kwargs)``, then ``wrappers`` (None: the bare env)."""
-
-    env_id: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    wrappers: str | None = None
-    tokenizer: Any = None
-    # "module:Class" the id is registered with where it is not registered yet
-    entry_point: str | None = None
-
-    def __call__(self) -> Any:
-        if self.entry_point and self.env_id not in gem.list_envs():
-            gem.register(self.env_id, self.entry_point)
-        env = gem.make(self.env_id, **self.kwargs)
-        if self.wrappers is None:
-            return env
-        return apply_wrappers(env, self.wrappers, tokenizer=self.tokenizer)
-
-    def wrapped(self, wrappers: str, tokenizer: Any) -> EnvFactory:
-        """The same env with ``wrappers`` applied (given ``tokenizer`` when one needs it)."""
-        return replace(self, wrappers=wrappers, tokenizer=tokenizer)
 
 
 def env_factory(cfg: TrainConfig, env_id: str | None = None) -> EnvFactory:
@@ -54,6 +27,7 @@ def env_factory(cfg: TrainConfig, env_id: str | None = None) -> EnvFactory:
     if env_id != cfg.env.id:
         return EnvFactory(env_id)
     return EnvFactory(env_id, dict(cfg.env.kwargs), entry_point=cfg.env.entry_point)
+
 
 
 def templated(cfg: TrainConfig) -> bool:
@@ -71,3 +45,6 @@ def check_env_ids(cfg: TrainConfig) -> None:
             gem.spec(env_id)
         except GemError as exc:
             raise ConfigError(f"{key}: {' '.join(str(exc).splitlines())}") from None
+
+
+__all__ = ["TEMPLATED_WRAPPERS", "EnvFactory", "check_env_ids", "env_factory", "templated"]

@@ -22,7 +22,6 @@ new episode on the same handle.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,10 +29,9 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import VectorEnvError
+from gem.factory import EnvFactory
 from gem.host.failures import Failure
-from gem.registration import make
 from gem.reward_range import UNBOUNDED, failure_reward
-from gem.runner import _env_factory
 from gem.vector import make_vector_env
 from gem.vector.slot import AutoresetMode
 
@@ -65,10 +63,8 @@ class HostedEnv:
                  backend_kwargs: dict[str, Any] | None = None, env_id: str | None = None, **kwargs: Any) -> None:
         if host not in HOSTS:
             raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
-        if kwargs and not isinstance(env, str):
-            raise TypeError(f"keyword arguments ({', '.join(kwargs)}) are for an env id, not a {type(env).__name__}")
         self.env_id = env_id or (env if isinstance(env, str) else getattr(getattr(env, "spec", None), "id", None))
-        factory = functools.partial(make, env, **kwargs) if kwargs else _env_factory(env, None, None)
+        factory = EnvFactory(env, dict(kwargs))
         self.host = host
         self.step_timeout = step_timeout
         self._vec = make_vector_env(HOSTS[host], [factory], env_ids=[self.env_id], seed=None,
