@@ -10,6 +10,7 @@ and implements any of these hooks with the :data:`gem.hookimpl` marker.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pluggy
@@ -47,3 +48,28 @@ def gem_register_data(registry: Any) -> None:
 def gem_register_compat(registry: Any) -> None:
     """Map the reference package's module paths to this package's objects:
     ``registry.register("gem.envs.game_env.wordle", {"WordleEnv": "mysuite.wordle:WordleEnv"})``."""
+
+
+#: every hook, in the order plugins' registrations run (the order above). The one list of names:
+#: ``gem_register_<field>`` fills the :class:`gem.plugins.Catalog` field ``<field>``, and the plugin's
+#: implementation is called with the keyword its spec above names (``registry``, or ``cli``)
+HOOKS: tuple[str, ...] = tuple(name for name, fn in list(globals().items())
+                               if name.startswith("gem_register_") and callable(fn))
+
+
+def catalog_field(hook: str) -> str:
+    """The :class:`gem.plugins.Catalog` field a hook fills.
+
+    >>> catalog_field("gem_register_envs")
+    'envs'
+    """
+    return hook.removeprefix("gem_register_")
+
+
+def argument(hook: str) -> str:
+    """The keyword a hook's implementation is called with.
+
+    >>> argument("gem_register_commands"), argument("gem_register_envs")
+    ('cli', 'registry')
+    """
+    return next(iter(inspect.signature(globals()[hook]).parameters))

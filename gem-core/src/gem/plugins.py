@@ -39,14 +39,7 @@ ENTRY_POINT_GROUP = "gem"
 BUILTIN = "gem-core"
 #: gem-core's own plugin, loaded first and never switched off
 BUILTIN_PLUGIN = metadata.EntryPoint("core", "gem._builtin", ENTRY_POINT_GROUP)
-HOOKS = (
-    "gem_register_envs",
-    "gem_register_tools",
-    "gem_register_wrappers",
-    "gem_register_commands",
-    "gem_register_data",
-    "gem_register_compat",
-)
+HOOKS = hookspecs.HOOKS
 
 
 @dataclass
@@ -75,14 +68,8 @@ class Catalog:
     plugins: list[PluginInfo] = field(default_factory=list)
 
     def registry_for(self, hook: str) -> Any:
-        return {
-            "gem_register_envs": self.envs,
-            "gem_register_tools": self.tools,
-            "gem_register_wrappers": self.wrappers,
-            "gem_register_commands": self.commands,
-            "gem_register_data": self.data,
-            "gem_register_compat": self.compat,
-        }[hook]
+        """The registry a hook fills (:func:`gem.hookspecs.catalog_field`)."""
+        return getattr(self, hookspecs.catalog_field(hook))
 
 
 _lock = threading.RLock()
@@ -141,7 +128,7 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
             if impl is None:
                 continue
             before = registry.calls[info.distribution]
-            argname = "cli" if hook == "gem_register_commands" else "registry"
+            argname = hookspecs.argument(hook)
             try:
                 with registry.registering_as(info.distribution):
                     impl(**{argname: registry})
