@@ -91,6 +91,9 @@ def test_response_budget_ends_the_episode(tiny_tokenizer):
     server = ScriptedServerManager(tiny_tokenizer, ["\\boxed{1}"] * 30)
     out = run_row(tiny_tokenizer, server, gem_rows(ENV_ID, [0])[0], response_length=12)
     assert len(out.response_ids) <= 12 and len(out.response_mask) == len(out.response_ids)
+    # a turn cut by the budget keeps its reward inside the response
+    assert all(end < len(out.response_ids) for end in out.extra_fields[TURN_ENDS])
+    assert float(out.as_dict()["rm_scores"].sum()) == pytest.approx(out.reward_score)
 
 
 def test_row_without_env_is_a_clear_error(tiny_tokenizer):
