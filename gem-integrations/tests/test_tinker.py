@@ -78,6 +78,41 @@ def test_group_rollout_plays_multi_turn_episodes_and_masks_env_tokens(tiny_token
     assert len(firsts) == 2 and firsts[0] == firsts[1]
 
 
+def test_three_turn_episode_keeps_each_turns_reward_and_tokens_until_the_cookbook_sums_them(tiny_tokenizer_dir,
+                                                                                               tiny_tokenizer):
+    """Three turns (two misses, then the secret): each Transition holds that turn's reward and the
+    sampler's exact tokens and logprobs; the cookbook's RL loop (compute_advantages +
+    assemble_training_data, tinker-cookbook 0.6.1) then credits the trajectory's summed reward,
+    centred in its group, to every sampled token alike: what examples/tinker/README.md says."""
+    from tinker_cookbook.rl.data_processing import assemble_training_data, compute_advantages
+
+    secret = secret_of(ENV_ID, 3)
+    replies = [*(f"\\boxed{{{g}}}" for g in [g for g in range(1, 11) if g != secret][:2]), f"\\boxed{{{secret}}}"]
+    winner = ScriptedCompleter(tiny_tokenizer, replies)
+    group = asyncio.run(do_group_rollout(builder(tiny_tokenizer_dir, group_size=1), winner))
+    (traj,) = group.trajectories_G
+    assert [t.reward for t in traj.transitions] == [0.0, 0.0, 1.0]
+    for transition, reply in zip(traj.transitions, replies, strict=True):
+        ids = tiny_tokenizer.encode(reply, add_special_tokens=False)
+        assert transition.ac.tokens[:-1] == ids  # then the renderer's stop token
+        assert transition.ac.maybe_logprobs == [-0.25] * len(transition.ac.tokens)
+
+    # a second group member that never finds the secret, so the group-centred advantage is not 0
+    loser = ScriptedCompleter(tiny_tokenizer, [replies[0]] * 20)
+    lost = asyncio.run(do_group_rollout(builder(tiny_tokenizer_dir, group_size=1), loser)).trajectories_G[0]
+    group.trajectories_G.append(lost)
+    group.final_rewards_G.append(0.0)
+    group.metrics_G.append({})
+    data, _ = assemble_training_data([group], compute_advantages([group]))
+    winner_datum = data[0]
+    mask = winner_datum.loss_fn_inputs["mask"].tolist()
+    advantages = winner_datum.loss_fn_inputs["advantages"].tolist()
+    sampled = [a for a, m in zip(advantages, mask, strict=True) if m > 0]
+    assert len(sampled) == sum(len(t.ac.tokens) for t in traj.transitions)
+    centred = (sum(t.reward for t in traj.transitions) - sum(t.reward for t in lost.transitions)) / 2
+    assert centred != 0 and sampled == pytest.approx([centred] * len(sampled))  # one value, every turn
+
+
 def test_unparseable_reply_is_a_format_error(tiny_tokenizer_dir, tiny_tokenizer):
     policy = ScriptedCompleter(tiny_tokenizer, ["\\boxed{5}"], stop=False)
     group = asyncio.run(do_group_rollout(builder(tiny_tokenizer_dir, group_size=1), policy))
