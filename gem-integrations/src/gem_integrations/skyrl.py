@@ -182,7 +182,8 @@ def rebn_estimator(*, token_level_rewards: Any, response_mask: Any, gamma: float
     Each trajectory's turns are the runs of 1s in its loss mask (the sampled tokens); each
     turn's reward is the token rewards from its first token up to the next turn's (the
     generator puts it on the turn's last token). ``gamma`` is the turn-level discount;
-    ``grpo_norm_by_std`` (skyrl-train's switch for dividing by the std) keeps ReBN's std.
+    ``grpo_norm_by_std`` (skyrl-train's switch for dividing by the std; true by default) divides
+    by the batch's std as ReBN does, or leaves the mean subtracted only.
     """
     mask = loss_mask if loss_mask is not None else _LOSS_MASK.get()
     if mask is None:
@@ -192,8 +193,8 @@ def rebn_estimator(*, token_level_rewards: Any, response_mask: Any, gamma: float
     if tuple(mask.shape) != tuple(token_level_rewards.shape):
         shapes = f"loss mask {tuple(mask.shape)} and rewards {tuple(token_level_rewards.shape)}"
         raise ValueError(f"{REBN_ESTIMATOR}: {shapes} differ (generator.step_wise_trajectories is not supported)")
-    # rows with no sampled token (skyrl-train's padding rows, zero-variance-filtered ones) have no
-    # turns: they take no part in the batch statistics and get 0 (turns.py wants >= 1 turn a row)
+    # rows with no sampled token (the padding rows skyrl-train's pad_batch adds, loss mask all 0) have
+    # no turns: they take no part in the batch statistics and get 0 (turns.py wants >= 1 turn a row)
     rows = mask.bool().any(dim=1)
     advantages = token_level_rewards.new_zeros(token_level_rewards.shape)
     if rows.any():
