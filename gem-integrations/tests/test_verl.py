@@ -224,14 +224,16 @@ def test_gem_rebn_through_verls_compute_advantage_equals_gem_train(normalize):
 
 
 def test_loop_outputs_train_through_gem_rebn_as_gem_train_would(tiny_tokenizer):
-    """End to end on CPU: three episodes from the loop, as verl's trainer batches them (as_dict's rm_scores
-    as token_level_rewards, right-padded), through compute_advantage with gem_rebn, give each turn the
-    advantage gem-train's ReBN gives the same per-turn rewards."""
+    """End to end on CPU, along verl's v1 trainer's own path: three episodes from the loop, each turned into
+    its fields by ``as_dict()`` and stacked by ``list_of_dict_to_tensordict`` (AgentLoopWorkerTQ), padded into a
+    DataProto with rm_scores as token_level_rewards and advantages from ``compute_advantage_for_multi_trajectories``
+    (RayPPOTrainer v1's ``_compute_advantage``) with gem_rebn: each turn gets the advantage gem-train's ReBN gives
+    the same per-turn rewards."""
     import numpy as np
-    import torch
     from verl import DataProto
     from verl.trainer.config import AlgoConfig
-    from verl.trainer.ppo.ray_trainer import compute_advantage
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
     from gem_train.algorithms.rebn import rebn_turn_advantages
 
@@ -240,21 +242,26 @@ def test_loop_outputs_train_through_gem_rebn_as_gem_train_would(tiny_tokenizer):
                           (6, ["\\boxed{x}"])]:  # 3 turns, 1 turn, a format error (-0.1)
         server = ScriptedServerManager(tiny_tokenizer, replies)
         outs.append(run_row(tiny_tokenizer, server, gem_rows(ENV_ID, [seed])[0]))
-    fields = [out.as_dict() for out in outs]
-    pad = torch.nn.utils.rnn.pad_sequence
-    data = DataProto.from_dict(
-        tensors={"token_level_rewards": pad([f["rm_scores"] for f in fields], batch_first=True),
-                 "response_mask": pad([f["response_mask"] for f in fields], batch_first=True)},
-        non_tensors={"uid": np.array(["a", "b", "c"], dtype=object)})
+    uids = ["a", "b", "c"]
+    fields = [{**out.as_dict(), "uid": uid} for out, uid in zip(outs, uids, strict=True)]
+    stored = list_of_dict_to_tensordict(fields)
+    data = DataProto(batch=stored.select("response_mask", "rm_scores").to_padded_tensor())
+    data.batch["token_level_scores"] = data.batch["rm_scores"]
+    data.batch["token_level_rewards"] = data.batch["token_level_scores"]  # algorithm.use_kl_in_reward=False
+    data.non_tensor_batch["uid"] = np.array(uids, dtype=object)
     config = AlgoConfig(adv_estimator=ESTIMATOR, gamma=0.9)
-    data = compute_advantage(data, adv_estimator=ESTIMATOR, gamma=0.9, config=config)
+    data = compute_advantage_for_multi_trajectories(
+        data, batch_keys=[f"{uid}_0_0" for uid in uids], adv_estimator=config.adv_estimator, gamma=config.gamma,
+        lam=config.lam, num_repeat=1, norm_adv_by_std_in_grpo=config.norm_adv_by_std_in_grpo, config=config)
 
     per_turn = [out.extra_fields[TURN_REWARDS] for out in outs]
     assert per_turn == [[0.0, 0.0, 1.0], [1.0], [-0.1]]
     expected = rebn_turn_advantages(per_turn, gamma=0.9)
     for b, out in enumerate(outs):
-        got = [float(data.batch["advantages"][b, end - 1]) for _, end in turn_spans(out.response_mask)]
-        assert got == pytest.approx(expected[b], abs=1e-6)
+        spans = turn_spans(out.response_mask)
+        got = [data.batch["advantages"][b, start:end].tolist() for start, end in spans]
+        assert got == [pytest.approx([value] * (end - start), abs=1e-6)
+                       for (start, end), value in zip(spans, expected[b], strict=True)]
 
 
 def test_missing_framework_error_is_one_line_naming_the_readme_install():
