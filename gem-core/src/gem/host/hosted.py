@@ -22,8 +22,10 @@ new episode on the same handle.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -63,8 +65,10 @@ class HostedEnv:
                  backend_kwargs: dict[str, Any] | None = None, env_id: str | None = None, **kwargs: Any) -> None:
         if host not in HOSTS:
             raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
+        if isinstance(env, EnvFactory):
+            env_id = env_id or env.env_id
         self.env_id = env_id or (env if isinstance(env, str) else getattr(getattr(env, "spec", None), "id", None))
-        factory = EnvFactory(env, dict(kwargs))
+        factory = env if isinstance(env, EnvFactory) and not kwargs else EnvFactory(env, dict(kwargs))
         self.host = host
         self.step_timeout = step_timeout
         self._vec = make_vector_env(HOSTS[host], [factory], env_ids=[self.env_id], seed=None,
@@ -157,4 +161,58 @@ class HostedEnv:
         return await loop.run_in_executor(self._caller, lambda: fn(*args, **kwargs))
 
 
-__all__ = ["DEFAULT_STEP_TIMEOUT", "FAILURE", "HOSTS", "HostedEnv"]
+#: idle hosted envs by (host, source, settings): a worker process or a Ray actor takes a second or more to
+#: start, so an adapter playing thousands of episodes keeps them between episodes
+_idle: dict[tuple, list[HostedEnv]] = {}
+_idle_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def hosted(env: EnvSource, *, host: str = "thread", step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+           backend_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Iterator[HostedEnv]:
+    """A :class:`HostedEnv` for one episode (or several), what the adapters use.
+
+    With ``host="thread"`` a new env each time, closed after, as a plain ``gem.make`` would be.
+    In a worker process or a Ray actor the handle goes back to a pool when the block ends and
+    the next block with the same env (an id or an :class:`~gem.factory.EnvFactory`) and settings
+    takes it (its next ``reset`` starts the episode; an env given as an object or a function is
+    not pooled: two of them may not make the same env).
+
+    >>> with hosted("game:GuessTheNumber-v0-easy", host="ray", step_timeout=60) as env:  # doctest: +SKIP
+    ...     obs, info = env.reset(seed=0)
+    """
+    key = None
+    if host != "thread" and isinstance(env, (str, EnvFactory)):
+        key = (host, repr(env), step_timeout, repr(sorted((backend_kwargs or {}).items())),
+               repr(sorted(kwargs.items())))
+    handle = None
+    if key is not None:
+        with _idle_lock:
+            if _idle.get(key):
+                handle = _idle[key].pop()
+    if handle is None:
+        handle = HostedEnv(env, host=host, step_timeout=step_timeout, backend_kwargs=backend_kwargs, **kwargs)
+    kept = False
+    try:
+        yield handle
+        if key is not None:
+            with _idle_lock:
+                _idle.setdefault(key, []).append(handle)
+            kept = True
+    finally:
+        if not kept:
+            handle.close()
+
+
+@atexit.register
+def close_idle() -> None:
+    """Close every pooled hosted env (at exit; call it to free their workers sooner)."""
+    with _idle_lock:
+        handles = [h for pool in _idle.values() for h in pool]
+        _idle.clear()
+    for handle in handles:
+        with contextlib.suppress(Exception):
+            handle.close()
+
+
+__all__ = ["DEFAULT_STEP_TIMEOUT", "FAILURE", "HOSTS", "HostedEnv", "close_idle", "hosted"]
