@@ -1,5 +1,5 @@
-"""gem audit plays its lanes concurrently on separate env instances when the env waits on a subprocess,
-with the same figures as playing them one after another."""
+"""gem audit --jobs: lanes played concurrently on separate env instances, with the same figures as playing
+them one after another."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import time
 
 import gem
-from gem.audit import play
+from gem.audit import EnvAudit
 from gem.audit.play import audit_env
 from gem.core import StepResult
 from gem.testing.envs import CountEnv
@@ -37,35 +37,26 @@ class WaitsOnOneWorker(WaitsOnSubprocess):
             return super().step(action)
 
 
-def _figures(result: play.EnvAudit) -> list[tuple]:
+def _figures(result: EnvAudit) -> list[tuple]:
     return [(result.baseline_mean, result.right_mean)] + [
         (s.name, s.mean, s.gain, s.bound, s.flagged, s.severe) for s in result.strategies]
 
 
-def test_an_env_waiting_on_a_subprocess_plays_its_lanes_at_once_with_the_same_figures(gem_registry, monkeypatch):
-    """Pins the speed of multi-turn subprocess envs (terminal:*, code:MBPP-MultiTurn took 4-8 min): lanes run
-    in threads on their own env instances, and every lane still plays every seed to its end."""
-    monkeypatch.setattr(play, "WAITING_MIN_SECONDS", 0.05)
+def test_an_env_waiting_on_a_subprocess_plays_its_lanes_at_once_with_the_same_figures(gem_registry):
+    """Pins the speed of multi-turn sandboxed envs (terminal:* took 8 min an id): with --jobs, lanes run in
+    threads on their own env instances, and every lane still plays every seed to its end."""
     gem.register("wait:Sub-v0", WaitsOnSubprocess, max_turns=2)
     started = time.monotonic()
-    together = audit_env("wait:Sub-v0", episodes=8)
+    together = audit_env("wait:Sub-v0", episodes=8, jobs=8)
     together_s = time.monotonic() - started
     started = time.monotonic()
-    alone = audit_env("wait:Sub-v0", episodes=8, jobs=1)
+    alone = audit_env("wait:Sub-v0", episodes=8)
     alone_s = time.monotonic() - started
-    assert together.jobs == play.AUTO_JOBS and alone.jobs == 1
+    assert together.jobs == 8 and alone.jobs == 1
     assert _figures(together) == _figures(alone)
     assert together.right_mean == 1.0 and together.baseline_mean == 0.0
     assert together.errors == alone.errors == []
     assert together_s < alone_s / 2, (together_s, alone_s)
-
-
-def test_lanes_only_for_an_env_that_waits():
-    """Threads do not speed up a pure-Python env (one interpreter lock): it keeps one instance. (Decided from
-    the baseline lane's wall and CPU time; a real CPU-bound env cannot pin it on a machine other jobs share.)"""
-    assert play.auto_jobs(wall=10.0, cpu=9.5) == 1
-    assert play.auto_jobs(wall=10.0, cpu=0.5) == play.AUTO_JOBS
-    assert play.auto_jobs(wall=play.WAITING_MIN_SECONDS / 2, cpu=0.0) == 1  # too short to pay for instances
 
 
 def test_explicit_jobs_give_the_same_figures_on_a_cpu_bound_env(gem_registry):

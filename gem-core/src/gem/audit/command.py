@@ -23,16 +23,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0, help="first reset seed")
     parser.add_argument("--confidence", type=float, default=0.99, help="familywise confidence per env")
     parser.add_argument("--step-timeout", type=float, default=10.0, help="seconds an env call may take")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="strategies played at once on separate env instances (default: 8 when the env's "
-                             "steps mostly wait on a subprocess or sandbox, else 1); the figures do not change")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="strategies played at once on separate env instances, in threads (for envs whose "
+                             "steps wait on a sandbox and are safe to step from several threads); same figures")
     parser.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     parser.add_argument("--allow", action="append", default=[], metavar="ID/STRATEGY",
                         help="a finding documented as the env's intended behaviour: still shown, does not fail")
     args = parser.parse_args(argv)
     if args.episodes < 2:
         parser.error("--episodes must be at least 2")
-    if args.jobs is not None and args.jobs < 1:
+    if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     if not 0 < args.confidence < 1:
         parser.error("--confidence must lie between 0 and 1")
