@@ -311,3 +311,37 @@ def test_recipe_dry_run_refuses_gem_rebn_the_trainer_process_would_not_find(tmp_
                              "--steps", "1", "--dry-run", "--out", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode != 0
     assert "actor_rollout_ref.model.external_lib=gem_integrations.verl" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_env_ends_only_its_episode_and_the_batch_goes_on(tiny_tokenizer, monkeypatch, fault):
+    """An env that raises, hangs past the step timeout, or whose worker process dies ends that sample's
+    episode (reward 0 on its last token, env_failure naming the cause); the other samples of the batch,
+    run at the same time by verl's worker, play on."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS
+
+    from gem.factory import EnvFactory
+    from gem.testing.envs import FaultyEnv
+    from gem_integrations.verl import GemAgentLoop
+
+    action, host, kind = FAULTS[fault]
+    monkeypatch.setattr(GemAgentLoop, "env", EnvFactory("test:Faulty-v0", entry_point="gem.testing.envs:FaultyEnv"))
+    monkeypatch.setattr(GemAgentLoop, "env_host", host)
+    monkeypatch.setattr(GemAgentLoop, "step_timeout", FAULT_STEP_TIMEOUT)
+    failing, healthy = ScriptedServerManager(tiny_tokenizer, [action]), ScriptedServerManager(tiny_tokenizer,
+                                                                                               ["\\boxed{5}"] * 8)
+
+    async def batch():
+        loops = [make_loop(tiny_tokenizer, failing), make_loop(tiny_tokenizer, healthy)]
+        return await asyncio.gather(*(loop.run({"temperature": 1.0}, extra_info={"seed": 2}) for loop in loops))
+
+    failed, played = asyncio.run(batch())
+    assert failed.reward_score == 0.0 and failed.extra_fields["env_failure"] == kind
+    assert failed.extra_fields["env_turns"] == 1 and failed.extra_fields[TURN_REWARDS] == [0.0]
+    twin, total, turns, done = FaultyEnv(), 0.0, 0, False
+    twin.reset(seed=2)
+    while not done:  # the healthy sample's episode, played in GEM itself
+        _, reward, terminated, truncated, _ = twin.step("\\boxed{5}")
+        total, turns, done = total + reward, turns + 1, terminated or truncated
+    assert played.extra_fields["env_failure"] == ""
+    assert (played.reward_score, played.extra_fields["env_turns"]) == (total, turns)

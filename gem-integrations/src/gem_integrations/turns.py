@@ -16,6 +16,8 @@ framework's estimator registry can call it.
 [(0, 2), (3, 4)]
 >>> turn_rewards(rewards[0], [(0, 2), (3, 4)])
 [0.5, 1.0]
+>>> turn_rewards([0.0, 0.0], [])  # a padding row has no turn
+[]
 >>> rebn_token_advantages(rewards, mask, gamma=1.0, normalize_std=False).tolist()
 [[0.0, 0.0, 0.0, -0.5], [0.5, 0.0, 0.0, 0.0]]
 """
@@ -48,6 +50,8 @@ def turn_rewards(token_rewards: Any, spans: Sequence[tuple[int, int]]) -> list[f
     next turn's first token (so a reward an adapter put on the turn's last token, or on the
     observation tokens after it, counts for that turn)."""
     row = [float(x) for x in token_rewards]
+    if not spans:  # a padding row, or an episode the model sampled nothing in: no turn
+        return []
     bounds = [s for s, _ in spans[1:]] + [len(row)]
     return [sum(row[start:stop]) for (start, _), stop in zip(spans, bounds, strict=True)]
 

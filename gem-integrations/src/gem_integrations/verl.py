@@ -35,6 +35,7 @@ import inspect
 from typing import Any
 from uuid import uuid4
 
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, FAILURE, hosted
 from gem_integrations._support import EnvSource, env_factory, import_framework, require_hook
 from gem_integrations.turns import rebn_token_advantages
 
@@ -111,15 +112,20 @@ class GemAgentLoopOutput(AgentLoopOutput):
         return output
 
 
-def gem_rows(env_id: str, seeds: Any, data_source: str = "gem", wrappers: str | None = None
-             ) -> list[dict[str, Any]]:
+def gem_rows(env_id: str, seeds: Any, data_source: str = "gem", wrappers: str | None = None,
+             env_host: str | None = None, step_timeout: float | None = None) -> list[dict[str, Any]]:
     """Dataset rows (for a parquet file) that run ``env_id`` once per seed under ``gem_agent``.
 
     ``prompt`` is a placeholder verl's dataset needs; the loop replaces it with the env's
     first observation. ``wrappers``: GEM wrapper names the loop puts around the env
-    (``"python_tool"``: math behind gem-tools' python tool).
+    (``"python_tool"``: math behind gem-tools' python tool). ``env_host`` (``"thread"``,
+    ``"process"``, ``"ray"``) and ``step_timeout`` override the loop's (:class:`GemAgentLoop`).
     """
-    extra = {"wrappers": wrappers} if wrappers else {}
+    extra: dict[str, Any] = {"wrappers": wrappers} if wrappers else {}
+    if env_host:
+        extra["env_host"] = env_host
+    if step_timeout is not None:
+        extra["step_timeout"] = float(step_timeout)
     return [{
         "data_source": data_source,
         "agent_name": AGENT_NAME,
@@ -137,10 +143,21 @@ class GemAgentLoop(AgentLoopBase):
     The env comes from the row's ``extra_info["env_id"]`` (or the class attribute
     ``env`` in a subclass), its seed from ``extra_info["seed"]``. The episode ends when
     the env ends it or when the response reaches ``rollout.response_length`` tokens.
+
+    The env runs behind GEM's host (:func:`gem.host.hosted.hosted`): in a thread of the
+    agent-loop worker (``env_host="thread"``), a worker process, or a Ray actor of verl's
+    own cluster (``"ray"``: the envs spread over the nodes, kept between episodes). A step
+    that raises or overruns ``step_timeout`` seconds ends that episode truncated with the
+    env's failure reward, ``extra_fields["env_failure"]`` naming the cause, and verl's
+    batch goes on. A row's ``extra_info`` may set both (:func:`gem_rows`).
     """
 
     #: default env when a row names none
     env: EnvSource | None = None
+    #: where the envs run: "thread", "process" or "ray"
+    env_host: str = "thread"
+    #: seconds a reset or step may take before its episode ends (None: unbounded)
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
     #: optional system message before the first observation
     system_prompt: str | None = None
 
@@ -153,11 +170,10 @@ class GemAgentLoop(AgentLoopBase):
         source = info.get("env_id") or self.env
         if source is None:
             raise ValueError("a gem_agent row needs extra_info['env_id'] (see gem_integrations.verl.gem_rows)")
-        env = env_factory(source, info.get("wrappers"))()
-        try:
+        make = env_factory(source, info.get("wrappers"))
+        with hosted(make, host=info.get("env_host") or self.env_host,
+                    step_timeout=info.get("step_timeout", self.step_timeout)) as env:
             return await self._play(env, info.get("seed"), sampling_params)
-        finally:
-            env.close()
 
     async def _play(self, env: Any, seed: Any, sampling_params: dict[str, Any]) -> AgentLoopOutput:
         obs, _ = await env.areset(seed=None if seed is None else int(seed))
@@ -169,7 +185,7 @@ class GemAgentLoop(AgentLoopBase):
         rewards: list[float] = []
         ends: list[int] = []  # each turn's last sampled token, an index into the response
         request_id = uuid4().hex  # one id per episode: the server keeps its prefix cached
-        total, turns, success = 0.0, 0, False
+        total, turns, success, failure = 0.0, 0, False, ""
         while True:
             out = await self.server_manager.generate(request_id=request_id, prompt_ids=tokens,
                                                      sampling_params=sampling_params)
@@ -190,6 +206,8 @@ class GemAgentLoop(AgentLoopBase):
             total += float(reward)
             turns += 1
             success = bool(step_info.get("correct", success))
+            if FAILURE in step_info:
+                failure = str(step_info[FAILURE]["type"])
             if terminated or truncated or len(mask) >= self.response_length:
                 break
             before = [*messages, {"role": "assistant", "content": reply}]
@@ -212,7 +230,7 @@ class GemAgentLoop(AgentLoopBase):
             num_turns=2 * turns + 1,
             metrics={},
             extra_fields={"env_return": total, "env_turns": turns, "env_success": success,
-                          TURN_REWARDS: rewards, TURN_ENDS: ends},
+                          "env_failure": failure, TURN_REWARDS: rewards, TURN_ENDS: ends},
         )
 
 
