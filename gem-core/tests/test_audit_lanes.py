@@ -3,9 +3,14 @@ them one after another."""
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 import gem
 from gem.audit import EnvAudit
@@ -75,3 +80,38 @@ def test_lanes_queueing_for_a_shared_worker_are_not_taken_for_hangs(gem_registry
     alone = audit_env("wait:OneWorker-v0", episodes=4, step_timeout=0.2, jobs=1)
     assert together.errors == alone.errors == []
     assert _figures(together) == _figures(alone)
+
+
+class ChildTiedToItsThread(CountEnv):
+    """Forks a helper process tied to the forking thread (PR_SET_PDEATHSIG, as bwrap --die-with-parent
+    does), and pays only while it lives: a sandbox whose worker died mid-episode scores honest answers 0."""
+
+    def __init__(self) -> None:
+        super().__init__(high=10, max_turns=1)
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.helper = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))
+
+    def step(self, action: str) -> StepResult:
+        observation, reward, terminated, truncated, info = super().step(action)
+        time.sleep(0.01)  # a killed helper is reaped by the kernel at once; give the signal a moment
+        alive = self.helper.poll() is None
+        return observation, reward if alive else 0.0, terminated, truncated, info
+
+    def audit_answers(self) -> tuple[str, str]:
+        return f"\\boxed{{{self.target}}}", f"\\boxed{{{self.target % self.high + 1}}}"
+
+    def close(self) -> None:
+        self.helper.kill()
+        self.helper.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("jobs", [1, 4])
+def test_every_call_of_an_instance_runs_on_one_living_thread(gem_registry, jobs):
+    """Pins the thread-per-call audit: each env call ran on a fresh thread that ended after it, so processes a
+    sandbox tied to that thread died (gem-envs-code: reference solutions "killed by signal 9", code:HumanEval's
+    right answer 0.84 instead of 1). Now an instance's make, reset and steps run on one thread that lives as
+    long as the instance."""
+    gem.register("tied:Child-v0", ChildTiedToItsThread)
+    result = audit_env("tied:Child-v0", episodes=4, jobs=jobs)
+    assert result.right_mean == 1.0 and result.errors == []

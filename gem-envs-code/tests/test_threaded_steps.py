@@ -10,9 +10,10 @@ import pytest
 import gem
 
 
-@pytest.mark.xfail(reason="open: under threads a test run fails now and then with 'the test harness failed "
-                          "(exit code None)' (gem-tools warm sandbox / resident judges driven from several "
-                          "threads); gem audit plays code envs one lane at a time meanwhile", strict=False)
+@pytest.mark.xfail(reason="open: sandboxed processes die with the thread that forked them (PR_SET_PDEATHSIG, "
+                          "bwrap --die-with-parent), and resident judges are shared by every instance of the "
+                          "process: when one stepping thread ends, the judges it forked die under the others "
+                          "('the test harness failed', 'killed by signal 9')", strict=False)
 def test_reference_solutions_pass_when_instances_are_stepped_from_several_threads():
     """Pins the wrong rewards of honest answers under threads: every reference solution must still pass."""
     envs = [gem.make("eval:MBPP") for _ in range(4)]

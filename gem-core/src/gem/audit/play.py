@@ -42,23 +42,40 @@ class _Failed(Exception):
         self.cause = cause
 
 
-def _call(fn: Callable[[], Any], timeout: float) -> Any:
-    box: dict[str, Any] = {}
+class _Worker:
+    """One long-lived daemon thread that makes every call of one env instance, joined with a timeout.
 
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # any env failure is the episode's failure
-            box["error"] = exc
+    Not a fresh thread per call: a sandbox may tie the processes it forks to the thread that forked them
+    (``PR_SET_PDEATHSIG``, bwrap's ``--die-with-parent``, fires when that *thread* ends), so a thread per
+    call killed gem-envs-code's test processes as each step's thread ended, and reference solutions failed
+    ("killed by signal 9", "the test harness failed": code:HumanEval's right answer scored 0.84, not 1)."""
 
-    worker = threading.Thread(target=target, daemon=True, name="gem-audit-step")
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise _Failed(f"no answer within {timeout:g} s")
-    if "error" in box:
-        raise _Failed(f"{type(box['error']).__name__}: {box['error']}", box["error"])
-    return box["value"]
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event] | None] = (
+            queue.SimpleQueue())
+        threading.Thread(target=self._serve, daemon=True, name="gem-audit-env").start()
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, box, done = job
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # any env failure is the episode's failure
+                box["error"] = exc
+            done.set()
+
+    def call(self, fn: Callable[[], Any], timeout: float) -> Any:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((fn, box, done))
+        if not done.wait(timeout):
+            raise _Failed(f"no answer within {timeout:g} s")
+        if "error" in box:
+            raise _Failed(f"{type(box['error']).__name__}: {box['error']}", box["error"])
+        return box["value"]
+
+    def stop(self) -> None:
+        self._jobs.put(None)
 
 
 def _without_rng(env: Any, fn: Callable[[], Any]) -> Any:
@@ -95,22 +112,35 @@ def _answers(env: Any) -> tuple[str | None, str | None]:
 class _Player:
     def __init__(self, env_id: str, make: Callable[[], Any], step_timeout: float) -> None:
         self.env_id, self.make, self.timeout = env_id, make, step_timeout
-        self.env = _call(make, max(step_timeout, 120.0))
+        self.worker = _Worker()
+        try:
+            self.env = self.worker.call(make, max(step_timeout, 120.0))
+        except _Failed:
+            self.worker.stop()
+            raise
         self.errors: list[str] = []
+
+    def close(self) -> None:
+        try:
+            self.worker.call(self.env.close, max(self.timeout, 10.0))
+        except _Failed:  # closing is best effort
+            pass
+        self.worker.stop()
 
     def episode(self, act: Callable[[Any, Turn], str | None], seed: int) -> float | None:
         """The episode's return; ``None`` when ``act`` had no action (no right answer known)."""
         env = self.env
         total = 0.0
         try:
-            observation, _ = _call(lambda: env.reset(seed=seed), self.timeout)
+            observation, _ = self.worker.call(lambda: env.reset(seed=seed), self.timeout)
             limit = min(int(getattr(env.unwrapped, "max_turns", MAX_TURNS) or MAX_TURNS), MAX_TURNS)
             for _ in range(limit):
                 turn = Turn(self.env_id, str(observation), lambda k: _samples(env, k))
                 action = act(env, turn)
                 if action is None:
                     return None
-                observation, reward, terminated, truncated, _ = _call(lambda a=action: env.step(a), self.timeout)
+                observation, reward, terminated, truncated, _ = self.worker.call(lambda a=action: env.step(a),
+                                                                                 self.timeout)
                 if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
                     raise _Failed(f"reward {reward!r} is not a finite number")
                 total += float(reward)
@@ -118,8 +148,9 @@ class _Player:
                     break
         except _Failed as exc:
             self.errors.append(f"seed {seed}: {exc}")
-            if "within" in str(exc):
-                self.env = _call(self.make, max(self.timeout, 120.0))  # the old one is stuck in its thread
+            if "within" in str(exc):  # the old instance is stuck in its thread: a new thread, a new instance
+                self.worker = _Worker()
+                self.env = self.worker.call(self.make, max(self.timeout, 120.0))
             return failure_reward(getattr(env, "reward_range", UNBOUNDED))
         return total
 
@@ -181,10 +212,7 @@ def audit_env(env_id: str, episodes: int = 32, seed: int = 0, step_timeout: floa
         baseline = rewards.pop(0)
     finally:
         for each in players:
-            try:
-                each.env.close()
-            except Exception:  # closing is best effort
-                pass
+            each.close()
     baseline_name = " / ".join(sorted(kinds)) or "random answer"
     right = rewards[0]
     known = [r for r in right if r is not None]
