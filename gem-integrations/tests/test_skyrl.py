@@ -605,3 +605,30 @@ def test_a_broken_recipe_fails_the_dry_run(gem_skyrl, tmp_path, change, message)
     with pytest.raises((SystemExit, AssertionError, ValueError)) as err:
         gem_skyrl.dry_run(path)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_env_ends_only_its_episode_and_the_generator_goes_on(fault):
+    """A GEM env that raises, hangs past the step timeout, or whose worker process dies ends that
+    episode (done, reward 0, the failure named in the step's metadata) instead of raising into
+    skyrl-train's generator; another episode, played alongside, goes on with GEM's own rewards."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS
+
+    from gem.factory import EnvFactory
+    from gem.testing.envs import FaultyEnv
+
+    action, host, kind = FAULTS[fault]
+    make = EnvFactory("test:Faulty-v0", entry_point="gem.testing.envs:FaultyEnv")  # known in a fresh worker
+    settings = {"seed": 2, "env_host": host, "step_timeout": FAULT_STEP_TIMEOUT}
+    failing, healthy = GemSkyRLEnv(extras=settings, env=make), GemSkyRLEnv(extras=settings, env=make)
+    twin = FaultyEnv()
+    try:
+        assert failing.init([])[0] == healthy.init([])[0] == [{"role": "user", "content": twin.reset(seed=2)[0]}]
+        out = failing.step(action)
+        assert out["done"] and out["reward"] == 0.0 and out["metadata"]["info"]["failure"]["type"] == kind
+        for _ in range(3):
+            played, expected = healthy.step("\\boxed{5}"), twin.step("\\boxed{5}")
+            assert (played["reward"], played["done"]) == (expected[1], expected[2] or expected[3])
+    finally:
+        failing.close()
+        healthy.close()

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, hosted
 from gem_integrations._support import EnvSource, env_factory, import_framework, require_hook
 from gem_integrations.turns import rebn_token_advantages
 
@@ -69,6 +70,12 @@ class GemSkyRLEnv(BaseTextEnv):
     ``wrappers`` (GEM wrapper names, e.g. ``"python_tool"``), ``seed`` and the generator's
     ``max_turns``. ``env``: a fixed GEM env source (an id, env or factory),
     which :func:`register_env` binds; a row's ``env_id`` is then not needed.
+
+    The GEM env runs behind GEM's host (:func:`gem.host.hosted.hosted`): ``env_host``
+    (``"thread"``, ``"process"`` or ``"ray"``: a Ray actor of skyrl-train's cluster, so the
+    envs spread over its nodes) and ``step_timeout`` (seconds, default 300) come from the row
+    or ``env_config``. A step that raises or overruns ends that episode (done, the env's
+    failure reward, ``metadata["info"]["failure"]`` naming the cause) and the generator goes on.
     """
 
     #: the env source a :func:`register_env` subclass binds (a staticmethod there, so that a
@@ -88,14 +95,19 @@ class GemSkyRLEnv(BaseTextEnv):
         self.seed = None if extras.get("seed") is None else int(extras["seed"])
         cap = extras.get("max_turns")
         self.max_turns = int(cap) if cap else None
+        config = {**(env_config or {}), **extras}
         wrappers = extras.get("wrappers") or (env_config or {}).get("wrappers") or None
-        self._env: Any = env_factory(source, wrappers)()
+        timeout = config.get("step_timeout", DEFAULT_STEP_TIMEOUT)
+        self._hosting = hosted(env_factory(source, wrappers), host=config.get("env_host") or "thread",
+                               step_timeout=None if timeout is None else float(timeout))
+        self._env: Any = self._hosting.__enter__()
         self.total, self.done, self.terminated = 0.0, False, False
 
     @property
     def gem_env(self) -> Any:
-        """The GEM env this episode plays (``None`` once closed)."""
-        return self._env
+        """The GEM env this episode plays, where it lives in this process (``None`` once closed, or
+        when it runs in a worker process or a Ray actor)."""
+        return None if self._env is None else self._env.local_env
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         obs, info = self._env.reset(seed=self.seed)
@@ -123,8 +135,8 @@ class GemSkyRLEnv(BaseTextEnv):
 
     def close(self) -> None:
         if self._env is not None:
-            self._env.close()
             self._env = None
+            self._hosting.__exit__(None, None, None)
 
 
 def register_env(env_class: str = ENV_CLASS, env: EnvSource | None = None) -> None:
