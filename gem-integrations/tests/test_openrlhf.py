@@ -142,3 +142,34 @@ def test_three_turn_episode_gives_openrlhf_each_steps_reward_and_the_exact_token
     for (a, b), reply in zip(ranges, replies, strict=True):
         assert tokens[a:b] == [*tiny_tokenizer.encode(reply, add_special_tokens=False), tiny_tokenizer.eos_token_id]
         assert out["rollout_log_probs"][a:b] == [LOGPROB] * (b - a)
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_env_ends_only_its_episode_and_openrlhfs_batch_goes_on(tiny_tokenizer, fault):
+    """Under OpenRLHF's own execute, a GEM env that raises, hangs past the step timeout, or whose worker
+    process dies ends that sample's episode (reward 0, extra_logs env_failure 1); a sample run at the
+    same time plays on with GEM's rewards."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS
+
+    from gem.factory import EnvFactory
+    from gem.testing.envs import FaultyEnv
+    from gem_integrations.openrlhf import agent_executor
+
+    action, host, _ = FAULTS[fault]
+    make = EnvFactory("test:Faulty-v0", entry_point="gem.testing.envs:FaultyEnv")  # known in a fresh worker
+    executor = agent_executor(make, env_host=host, step_timeout=FAULT_STEP_TIMEOUT)()
+    params = SimpleNamespace(max_tokens=None, logprobs=1)
+
+    async def batch():
+        return await asyncio.gather(*(executor.execute("replaced", "2", params, 1024, tiny_tokenizer,
+                                                       ScriptedEngine(tiny_tokenizer, replies))
+                                      for replies in ([action], ["\\boxed{5}"] * 8)))
+
+    failed, played = asyncio.run(batch())
+    assert failed["reward"] == 0.0 and float(failed["extra_logs"]["env_failure"]) == 1.0
+    twin, total, done = FaultyEnv(), 0.0, False
+    twin.reset(seed=2)
+    while not done:
+        _, reward, terminated, truncated, _ = twin.step("\\boxed{5}")
+        total, done = total + reward, terminated or truncated
+    assert float(played["extra_logs"]["env_failure"]) == 0.0 and float(played["scores"]) == pytest.approx(total)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, FAILURE, hosted
 from gem_integrations._support import (
     EnvSource,
     env_factory,
@@ -56,7 +57,11 @@ class GemAgentInstance(AgentInstanceBase):
     executor: GemAgentExecutor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.env = self.executor.make_env()
+        # behind GEM's host: a step that raises or overruns the executor's step_timeout ends this episode
+        # (done, the env's failure reward, extra_logs env_failure 1) and OpenRLHF's batch goes on
+        executor = self.executor
+        self._hosting = hosted(executor.make_env, host=executor.env_host, step_timeout=executor.step_timeout)
+        self.env = self._hosting.__enter__()
         self.total = 0.0
         self.turns = 0
 
@@ -73,7 +78,7 @@ class GemAgentInstance(AgentInstanceBase):
         self.turns += 1
         done = bool(terminated or truncated)
         if done:
-            self.env.close()
+            self._hosting.__exit__(None, None, None)
         # vLLM's token ids end with the eos token when it stopped there, while its text omits it
         feedback = "" if done else feedback_text(self.executor.tokenizer, str(obs), reply_closed=True)
         return {
@@ -82,7 +87,8 @@ class GemAgentInstance(AgentInstanceBase):
             "environment_feedback": feedback,
             "done": done,
             "extra_logs": {"env_return": torch.tensor(self.total), "env_turns": torch.tensor(float(self.turns)),
-                           "env_success": torch.tensor(float(bool(info.get("correct", False))))},
+                           "env_success": torch.tensor(float(bool(info.get("correct", False)))),
+                           "env_failure": torch.tensor(float(FAILURE in info))},
         }
 
 
@@ -92,6 +98,10 @@ class GemAgentExecutor(MultiTurnAgentExecutor):
 
     env: EnvSource | None = None
     system_prompt: str | None = None
+    #: where the envs run ("thread", "process" or "ray": Ray actors of OpenRLHF's cluster)
+    env_host: str = "thread"
+    #: seconds a reset or step may take before its episode ends (None: unbounded)
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
 
     def __init__(self) -> None:
         # read statically: a factory function set as a class attribute would otherwise bind as a method
@@ -109,9 +119,12 @@ class GemAgentExecutor(MultiTurnAgentExecutor):
         return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, images)
 
 
-def agent_executor(env: EnvSource, system_prompt: str | None = None) -> type[GemAgentExecutor]:
-    """The ``AgentExecutor`` class for an ``--train.agent_func_path`` file."""
-    return type("AgentExecutor", (GemAgentExecutor,), {"env": env, "system_prompt": system_prompt})
+def agent_executor(env: EnvSource, system_prompt: str | None = None, env_host: str = "thread",
+                   step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> type[GemAgentExecutor]:
+    """The ``AgentExecutor`` class for an ``--train.agent_func_path`` file (``env_host`` and
+    ``step_timeout``: see :class:`GemAgentExecutor`)."""
+    return type("AgentExecutor", (GemAgentExecutor,), {"env": env, "system_prompt": system_prompt,
+                                                         "env_host": env_host, "step_timeout": step_timeout})
 
 
 __all__ = ["GemAgentExecutor", "GemAgentInstance", "agent_executor", "seed_of"]
