@@ -164,3 +164,41 @@ def test_local_rollout_without_gem_train_or_hub_says_what_to_pass(tmp_path):
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert "Traceback" not in result.stderr and "--tokenizer PATH" in last and "HF_HUB_OFFLINE=0" in last
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_env_ends_only_its_episode_and_the_cookbooks_rollout_goes_on(tiny_tokenizer_dir, tiny_tokenizer,
+                                                                               gem_plugins_catalog, monkeypatch,
+                                                                               fault):
+    """Under the cookbook's do_group_rollout, a GEM env that raises, hangs past the step timeout, or whose
+    worker process dies ends that episode (reward 0, env_failure 1 in its metrics); a group rolled out at
+    the same time plays on with GEM's rewards."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS
+
+    import gem_integrations.tinker as adapter
+    from gem.factory import EnvFactory
+    from gem.testing.envs import FaultyEnv
+
+    action, host, _ = FAULTS[fault]
+    # the id known in a fresh worker process too (its entry point registers it there)
+    monkeypatch.setattr(adapter, "env_factory", lambda env_id: EnvFactory(env_id,
+                                                                          entry_point="gem.testing.envs:FaultyEnv"))
+
+    def group(replies):
+        built = GemEnvGroupBuilder(env_id="test:Faulty-v0", seed=2, group_size=1, renderer_name=RENDERER,
+                                   model_name_for_tokenizer=str(tiny_tokenizer_dir), env_host=host,
+                                   step_timeout=FAULT_STEP_TIMEOUT)
+        return do_group_rollout(built, ScriptedCompleter(tiny_tokenizer, replies))
+
+    async def both():
+        return await asyncio.gather(group([action]), group(["\\boxed{5}"] * 8))
+
+    failed, played = asyncio.run(both())
+    (lost,), (won,) = failed.trajectories_G, played.trajectories_G
+    assert [t.reward for t in lost.transitions] == [0.0] and lost.transitions[-1].metrics["env_failure"] == 1.0
+    twin, rewards, done = FaultyEnv(), [], False
+    twin.reset(seed=2)
+    while not done:
+        _, reward, terminated, truncated, _ = twin.step("\\boxed{5}")
+        rewards, done = [*rewards, reward], terminated or truncated
+    assert [t.reward for t in won.transitions] == rewards and won.transitions[-1].metrics["env_failure"] == 0.0

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem.conventions import FORMAT_ERROR_REWARD
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, FAILURE, hosted
 from gem_integrations._support import env_factory, import_framework, require_hook
 
 TESTED = "0.6.1"
@@ -45,10 +46,15 @@ require_hook("extra" in inspect.signature(types.Env.step).parameters
 
 
 class GemMessageEnv(message_env.MessageEnv):
-    """One GEM episode at the message level: the assistant's text is the action."""
+    """One GEM episode at the message level: the assistant's text is the action.
 
-    def __init__(self, env: Any, seed: int | None, system_prompt: str | None = None) -> None:
-        self.env, self.seed, self.system_prompt = env, seed, system_prompt
+    ``env``: a GEM env, or a :class:`gem.host.hosted.HostedEnv` (what :class:`GemEnvGroupBuilder`
+    gives: a step that raises or overruns its step timeout then ends the episode, with
+    ``env_failure`` 1 in the step's metrics); ``hosting``: the context that handle came from,
+    left when the episode ends (instead of closing the env)."""
+
+    def __init__(self, env: Any, seed: int | None, system_prompt: str | None = None, hosting: Any = None) -> None:
+        self.env, self.seed, self.system_prompt, self.hosting = env, seed, system_prompt, hosting
         self.messages: list[dict[str, Any]] = []
         self.total = 0.0
 
@@ -68,26 +74,37 @@ class GemMessageEnv(message_env.MessageEnv):
         if done and "correct" in info:
             metrics["env_success"] = float(bool(info["correct"]))
         if done:
-            self.env.close()
+            metrics["env_failure"] = float(FAILURE in info)
+            if self.hosting is not None:
+                self.hosting.__exit__(None, None, None)
+            else:
+                self.env.close()
         return message_env.MessageStepResult(reward=float(reward), episode_done=done,
                                              next_messages=list(self.messages), metrics=metrics)
 
 
 class GemEnvGroupBuilder(types.EnvGroupBuilder):
-    """``group_size`` episodes of ``env_id`` from one seed (a GRPO group)."""
+    """``group_size`` episodes of ``env_id`` from one seed (a GRPO group), each env behind GEM's
+    host: ``env_host`` ``"thread"``, ``"process"`` or ``"ray"``, each reset or step bounded by
+    ``step_timeout`` seconds."""
 
     def __init__(self, env_id: str, seed: int, group_size: int, renderer_name: str, model_name_for_tokenizer: str,
-                 system_prompt: str | None = None) -> None:
+                 system_prompt: str | None = None, env_host: str = "thread",
+                 step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> None:
         self.env_id, self.seed, self.group_size = env_id, int(seed), int(group_size)
         self.renderer_name, self.model_name_for_tokenizer = renderer_name, model_name_for_tokenizer
         self.system_prompt = system_prompt
+        self.env_host, self.step_timeout = env_host, step_timeout
 
     async def make_envs(self) -> Sequence[types.Env]:
         renderer = get_renderer(self.renderer_name, get_tokenizer(self.model_name_for_tokenizer))
         make = env_factory(self.env_id)
-        return [message_env.EnvFromMessageEnv(renderer, GemMessageEnv(make(), self.seed, self.system_prompt),
-                                              failed_parse_reward=FORMAT_ERROR_REWARD)
-                for _ in range(self.group_size)]
+        envs = []
+        for _ in range(self.group_size):
+            hosting = hosted(make, host=self.env_host, step_timeout=self.step_timeout)
+            env = GemMessageEnv(hosting.__enter__(), self.seed, self.system_prompt, hosting=hosting)
+            envs.append(message_env.EnvFromMessageEnv(renderer, env, failed_parse_reward=FORMAT_ERROR_REWARD))
+        return envs
 
     def logging_tags(self) -> list[str]:
         return [self.env_id.split(":", 1)[0], self.env_id]
@@ -123,10 +140,13 @@ class GemDatasetBuilder(types.RLDatasetBuilder):
     seed: int = 0
     test_groups: int = 0
     system_prompt: str | None = None
+    env_host: str = "thread"
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
 
     async def __call__(self) -> tuple[GemRLDataset, GemRLDataset | None]:
         group = {"env_id": self.env_id, "renderer_name": self.renderer_name,
-                 "model_name_for_tokenizer": self.model_name_for_tokenizer, "system_prompt": self.system_prompt}
+                 "model_name_for_tokenizer": self.model_name_for_tokenizer, "system_prompt": self.system_prompt,
+                 "env_host": self.env_host, "step_timeout": self.step_timeout}
         train = GemRLDataset(self.n_batches, self.batch_size, self.seed, group_size=self.group_size, **group)
         test = None
         if self.test_groups:
