@@ -196,6 +196,15 @@ class TerminalEnv(gem.Env):
         assert self.task is not None
         return [f"<bash>{c}</bash>" for c in self.task.solution] + ["<finish></finish>"]
 
+    def audit_answers(self) -> tuple[str | None, None]:
+        """``gem audit``'s right and wrong in-format actions (:mod:`gem.audit`): the solver's action for this
+        turn (its commands in order, then finish), so the audit can tell a severe finding; no wrong action,
+        so that the baseline stays random play, whose lucky commands the strategies' random commands share."""
+        if self.task is None:
+            return None, None
+        actions = self.solution()
+        return actions[min(self.turn, len(actions) - 1)], None
+
     # -- state ------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
         return {"task": self.task_spec.name if self.task_spec else None, "task_seed": self.task_seed, "turn": self.turn,
