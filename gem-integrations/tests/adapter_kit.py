@@ -63,3 +63,12 @@ def assert_ended_by(info: dict, fault: str) -> None:
     assert failure["type"] == FAULTS[fault][2], failure
     if fault == "hang":
         assert f"within {FAULT_STEP_TIMEOUT} s" in failure["message"]
+
+
+def failing_seed_env(fault: str, failing_seed: int = 0):
+    """An env factory (picklable, its id known in a fresh worker) whose episodes from ``failing_seed``
+    meet ``fault`` on their first step whatever the model says (gem.testing.envs.FailingSeedEnv)."""
+    from gem.factory import EnvFactory
+
+    return EnvFactory("test:FailingSeed-v0", {"fault": FAULTS[fault][0], "failing_seed": failing_seed},
+                      entry_point="gem.testing.envs:FailingSeedEnv")

@@ -153,3 +153,36 @@ def test_example_tool_hook_budget_holds_a_whole_game(tmp_path):
         call_tokens = len(tok(tool_call_text(move), add_special_tokens=False)["input_ids"]) + 1  # + eos
         turns.append(call_tokens + len(tok(answer, add_special_tokens=False)["input_ids"]))
     assert env.unwrapped.max_turns * max(turns) <= example.BUDGET["tools"]
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang", "die"])
+def test_a_failing_env_ends_only_its_episodes_and_grpo_trains_on(tmp_path, tiny_model_dir, gem_plugins_catalog,
+                                                                 fault):
+    """In TRL's real GRPOTrainer, the episodes of a GEM env that raises, hangs past the step timeout, or
+    whose worker process dies end there (their return the env's failure reward, env_failure naming the
+    cause); the other group of the step plays its episodes and training goes on."""
+    from adapter_kit import FAULT_STEP_TIMEOUT, FAULTS, failing_seed_env
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    env = failing_seed_env(fault, failing_seed=0)
+    rollout = GemRollout(env, env_host=FAULTS[fault][1], step_timeout=FAULT_STEP_TIMEOUT)
+    calls = []
+
+    def recording_rollout(prompts, trainer):
+        calls.append(copy.deepcopy(rollout(prompts, trainer)))
+        return calls[-1]
+
+    config = grpo_config(tmp_path, max_steps=1, per_device_train_batch_size=8, max_completion_length=32)
+    trainer = GRPOTrainer(model=str(tiny_model_dir), reward_funcs=env_reward, args=config,
+                          train_dataset=gem_dataset(env, seeds=[0, 1]), processing_class=tok,
+                          rollout_func=recording_rollout)
+    trainer.train()
+    (call,) = calls
+    assert sorted(call["env_seed"]) == [0] * 4 + [1] * 4  # both groups in the step
+    for seed, failure, total, turns in zip(call["env_seed"], call["env_failure"], call["env_return"],
+                                           call["env_turns"], strict=True):
+        if seed == 0:
+            assert (failure, total, turns) == (FAULTS[fault][2], 0.0, 1)
+        else:
+            assert failure == ""
+    assert [h for h in trainer.state.log_history if "rewards/env_reward/mean" in h]

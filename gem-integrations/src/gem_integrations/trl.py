@@ -31,11 +31,13 @@ logprobs: TRL then computes them itself), whatever the trainer was configured wi
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gem.host.hosted import DEFAULT_STEP_TIMEOUT, FAILURE, HostedEnv, hosted
 from gem_integrations._support import (
     EnvSource,
     encode,
@@ -113,12 +115,18 @@ class GemRollout:
     says so or when its completion reaches the trainer's ``max_completion_length``
     (counting the env's tokens too: they share the sequence).
 
+    Each env runs behind GEM's host (``env_host``: ``"thread"``, ``"process"`` or ``"ray"``):
+    a reset or step that raises or overruns ``step_timeout`` seconds ends that episode
+    (the env's failure reward; ``env_failure`` names the cause) and the batch goes on.
+
     After each call ``last_batch`` holds what was returned, for inspection.
     """
 
-    def __init__(self, env: EnvSource, system_prompt: str | None = None) -> None:
+    def __init__(self, env: EnvSource, system_prompt: str | None = None, env_host: str = "thread",
+                 step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> None:
         self.make_env = env_factory(env)
         self.system_prompt = system_prompt
+        self.env_host, self.step_timeout = env_host, step_timeout
         self.last_batch: dict[str, Any] | None = None
 
     def __call__(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
@@ -126,22 +134,11 @@ class GemRollout:
         tok = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         budget = int(trainer.args.max_completion_length)
         eos_ids = set(trainer.eos_token_ids)
-        episodes = [_Episode(self.make_env(), seed) for seed in seeds]
-        try:
-            for ep in episodes:
-                obs, _ = ep.env.reset(seed=ep.seed)
-                ep.prompt_ids = encode(tok, first_prompt(tok, obs, self.system_prompt))
-            while _any_running(trainer, episodes):
-                running = [ep for ep in episodes if not ep.done]
-                # a process whose episodes are over keeps generating (and discarding) with the others,
-                # since distributed generation (vLLM, sharded weights) is a collective call
-                batch = running or episodes[:1]
-                ids, logprobs = trainer._generate_single_turn([ep.context() for ep in batch], None, {}, 1)
-                for k, ep in enumerate(running):
-                    ep.play(ids[k], None if logprobs is None else logprobs[k], tok, eos_ids, budget)
-        finally:
-            for ep in episodes:
-                ep.env.close()
+        with contextlib.ExitStack() as hosting:
+            episodes = [_Episode(hosting.enter_context(hosted(self.make_env, host=self.env_host,
+                                                              step_timeout=self.step_timeout)), seed)
+                        for seed in seeds]
+            self._play(episodes, trainer, tok, budget, eos_ids)
         with_logprobs = all(ep.logprobs is not None for ep in episodes)
         self.last_batch = {
             "prompt_ids": [ep.prompt_ids for ep in episodes],
@@ -151,8 +148,24 @@ class GemRollout:
             "env_return": [ep.total for ep in episodes],
             "env_turns": [ep.turns for ep in episodes],
             "env_seed": [ep.seed for ep in episodes],
+            "env_failure": [ep.failure for ep in episodes],
         }
         return self.last_batch
+
+    def _play(self, episodes: list[_Episode], trainer: Any, tok: Any, budget: int, eos_ids: set[int]) -> None:
+        for ep in episodes:
+            obs, info = ep.env.reset(seed=ep.seed)
+            ep.prompt_ids = encode(tok, first_prompt(tok, obs, self.system_prompt))
+            if FAILURE in info:  # the episode could not begin: it generates nothing
+                ep.done, ep.failure = True, str(info[FAILURE]["type"])
+        while _any_running(trainer, episodes):
+            running = [ep for ep in episodes if not ep.done]
+            # a process whose episodes are over keeps generating (and discarding) with the others,
+            # since distributed generation (vLLM, sharded weights) is a collective call
+            batch = running or episodes[:1]
+            ids, logprobs = trainer._generate_single_turn([ep.context() for ep in batch], None, {}, 1)
+            for k, ep in enumerate(running):
+                ep.play(ids[k], None if logprobs is None else logprobs[k], tok, eos_ids, budget)
 
 
 def _any_running(trainer: Any, episodes: list[_Episode]) -> bool:
@@ -174,6 +187,7 @@ class _Episode:
         self.mask: list[int] = []
         self.logprobs: list[float] | None = []
         self.total, self.turns, self.done = 0.0, 0, False
+        self.failure = ""  # what ended the episode when the env failed (gem.host's failure type)
 
     def context(self) -> list[int]:
         return self.prompt_ids + self.completion
@@ -186,9 +200,11 @@ class _Episode:
             self.logprobs = None
         else:
             self.logprobs += [float(x) for x in logprobs[: len(reply)]]
-        obs, reward, terminated, truncated, _ = self.env.step(tok.decode(reply, skip_special_tokens=True))
+        obs, reward, terminated, truncated, info = self.env.step(tok.decode(reply, skip_special_tokens=True))
         self.total += float(reward)
         self.turns += 1
+        if FAILURE in info:
+            self.failure = str(info[FAILURE]["type"])
         if terminated or truncated or len(self.completion) >= budget:
             self.done = True
             return
@@ -211,6 +227,10 @@ class GemToolEnv:
 
     #: an env id, env or factory; set by :func:`tool_environment`
     env: EnvSource | None = None
+    #: where the env runs ("thread", "process", "ray") and how long a move may take (gem.host): a move that
+    #: raises or overruns ends the game, and the rollout goes on
+    env_host: str = "thread"
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
 
     def __init__(self) -> None:
         if self.env is None:
@@ -222,7 +242,7 @@ class GemToolEnv:
     def reset(self, **row: Any) -> str:
         if self._env is not None:
             self._env.close()
-        self._env = self._make()
+        self._env = HostedEnv(self._make, host=self.env_host, step_timeout=self.step_timeout)
         seed = row.get(SEED_KEY)
         obs, _ = self._env.reset(seed=None if seed is None else int(seed))
         self.total, self.turns, self.done = 0.0, 0, False
@@ -253,10 +273,12 @@ class GemToolEnv:
         return self.total
 
 
-def tool_environment(env: EnvSource) -> Callable[[], GemToolEnv]:
+def tool_environment(env: EnvSource, env_host: str = "thread",
+                     step_timeout: float | None = DEFAULT_STEP_TIMEOUT) -> Callable[[], GemToolEnv]:
     """An ``environment_factory`` for ``env`` (a class TRL instantiates with no arguments)."""
     name = env if isinstance(env, str) else getattr(env, "env_id", None) or "env"
-    return type("GemToolEnv", (GemToolEnv,), {"env": env, "__doc__": f"GEM {name} played through the act tool."})
+    return type("GemToolEnv", (GemToolEnv,), {"env": env, "env_host": env_host, "step_timeout": step_timeout,
+                                              "__doc__": f"GEM {name} played through the act tool."})
 
 
 def action_bias(env: EnvSource, tokenizer: Any, samples: int = 64, strength: float = 8.0, seed: int = 0,

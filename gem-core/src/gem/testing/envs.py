@@ -131,6 +131,27 @@ class FaultyEnv(CountEnv):
         return super().step(action)
 
 
+class FailingSeedEnv(FaultyEnv):
+    """:class:`FaultyEnv` whose episodes from ``failing_seed`` play ``fault`` (``"raise"``,
+    ``"hang"`` or ``"die"``) on their first step whatever the action, so that a policy nobody
+    scripts (a model in a framework's trainer) meets the fault in some episodes and not others."""
+
+    def __init__(self, fault: str = "raise", failing_seed: int = 0, high: int = 10, max_turns: int = 4) -> None:
+        super().__init__(high=high, max_turns=max_turns)
+        self.fault, self.failing_seed = fault, failing_seed
+        self._fail_next = False
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        self._fail_next = seed == self.failing_seed
+        return super().reset(seed, **kwargs)
+
+    def step(self, action: str) -> StepResult:
+        if self._fail_next:
+            self._fail_next = False
+            return super().step(self.fault)
+        return super().step(action)
+
+
 class StatelessFaultyEnv(FaultyEnv):
     """:class:`FaultyEnv` with no state to snapshot, as the base :class:`~gem.core.Env`
     (``get_state`` raises ``NotImplementedError``)."""
