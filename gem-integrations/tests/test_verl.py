@@ -345,3 +345,29 @@ def test_a_failing_env_ends_only_its_episode_and_the_batch_goes_on(tiny_tokenize
         total, turns, done = total + reward, turns + 1, terminated or truncated
     assert played.extra_fields["env_failure"] == ""
     assert (played.reward_score, played.extra_fields["env_turns"]) == (total, turns)
+
+
+def test_envs_can_step_on_ray_actors_of_the_cluster(tiny_tokenizer):
+    """env_host="ray" (a row's or the loop's): the episode's env lives in a Ray actor of the cluster the
+    worker is connected to (verl's own, in training; a local one here) and plays exactly as in the
+    worker's thread."""
+    import ray
+
+    secret = secret_of(ENV_ID, 3)
+    replies = [f"\\boxed{{{1 if secret != 1 else 2}}}", f"\\boxed{{{secret}}}"]
+    local = run_row(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, replies), gem_rows(ENV_ID, [3])[0])
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = run_row(tiny_tokenizer, ScriptedServerManager(tiny_tokenizer, replies),
+                         gem_rows(ENV_ID, [3], env_host="ray", step_timeout=60)[0])
+        import subprocess
+
+        processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+        assert "ray::_SlotActor" in processes  # the env's actor, kept for the next episode
+    finally:
+        from gem.host.hosted import close_idle
+
+        close_idle()
+        ray.shutdown()
+    assert (remote.response_ids, remote.response_mask, remote.reward_score, remote.extra_fields) == \
+        (local.response_ids, local.response_mask, local.reward_score, local.extra_fields)
