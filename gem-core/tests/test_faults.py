@@ -291,15 +291,18 @@ def test_hosted_envs_in_workers_are_kept_for_the_next_episode_of_the_same_env(re
     (the next block with the same env and settings takes it), and a block whose env failed still
     hands a working env to the next one."""
     from gem.factory import EnvFactory
-    from gem.host.hosted import hosted
+    from gem.host.hosted import close_idle, hosted
 
     backend_kwargs = {"address": request.getfixturevalue("ray_address")} if host == "ray" else {}
     make = EnvFactory("test:Faulty-v0", entry_point="gem.testing.envs:FaultyEnv")  # known in a fresh worker
-    with hosted(make, host=host, step_timeout=1.0, backend_kwargs=backend_kwargs) as env:
-        first = env
-        env.reset(seed=1)
-        assert env.step("raise")[4]["failure"]["type"] == "RuntimeError"
-    with hosted(make, host=host, step_timeout=1.0, backend_kwargs=backend_kwargs) as env:
-        assert env is first and env.reset(seed=1) == FaultyEnv().reset(seed=1)
-    with hosted(make, host=host, step_timeout=2.0, backend_kwargs=backend_kwargs) as other:
-        assert other is not first  # other settings, another worker
+    try:
+        with hosted(make, host=host, step_timeout=1.0, backend_kwargs=backend_kwargs) as env:
+            first = env
+            env.reset(seed=1)
+            assert env.step("raise")[4]["failure"]["type"] == "RuntimeError"
+        with hosted(make, host=host, step_timeout=1.0, backend_kwargs=backend_kwargs) as env:
+            assert env is first and env.reset(seed=1) == FaultyEnv().reset(seed=1)
+        with hosted(make, host=host, step_timeout=2.0, backend_kwargs=backend_kwargs) as other:
+            assert other is not first  # other settings, another worker
+    finally:
+        close_idle()  # no worker outlives the test
