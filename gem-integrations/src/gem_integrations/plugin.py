@@ -22,6 +22,7 @@ MODULES: dict[str, dict[str, str]] = {
     "tinker": {"tinker_cookbook": "gem-integrations[tinker]", "chz": "gem-integrations[tinker]"},
     "trl": {"trl": "gem-integrations[trl]"},
     "verifiers": {"verifiers": "gem-integrations[verifiers]"},
+    "turns": {},
     "verl": {"verl": "gem-integrations[verl]"},
 }
 
