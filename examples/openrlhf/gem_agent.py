@@ -6,10 +6,15 @@ This one file is both halves of the job:
   defines the ``AgentExecutor`` OpenRLHF builds: GEM's adapter over the env named by
   ``GEM_ENV`` (default game:GuessTheNumber-v0-easy);
 - run as a script, it writes the prompt dataset (one row per seed; the label is the
-  seed) and starts ``openrlhf.cli.train_ppo_ray`` on one GPU (``--dry-run``: only writes
-  the dataset and prints the command)::
+  seed) and starts ``openrlhf.cli.train_ppo_ray`` on one GPU, or ``--nodes`` nodes of
+  ``--gpus-per-node`` GPUs of a Ray cluster (``--dry-run``: only writes the dataset and
+  prints the command)::
 
     python examples/openrlhf/gem_agent.py --model Qwen/Qwen2.5-0.5B-Instruct
+    python examples/openrlhf/gem_agent.py --model /models/Qwen3-4B-Base --nodes 2 --gpus-per-node 8 --env-host ray
+
+``--env-host ray`` steps the envs in Ray actors spread over the cluster's nodes (GEM's host,
+each step bounded by ``--step-timeout`` seconds) instead of in OpenRLHF's vLLM workers.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from gem_integrations.openrlhf import agent_executor
 
 ENV_ID = os.environ.get("GEM_ENV", "game:GuessTheNumber-v0-easy")
 
-AgentExecutor = agent_executor(ENV_ID)
+# the script hands its options to the OpenRLHF processes that import this file through the environment
+AgentExecutor = agent_executor(ENV_ID, env_host=os.environ.get("GEM_ENV_HOST", "thread"),
+                               step_timeout=float(os.environ.get("GEM_STEP_TIMEOUT", "300")))
 
 
 def write_dataset(path: Path, seeds: range) -> None:
@@ -47,8 +54,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=1, help="passes over the dataset")
     parser.add_argument("--seeds", type=int, default=256)
     parser.add_argument("--out", default="runs/openrlhf-example")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes of the Ray cluster to train on")
+    parser.add_argument("--gpus-per-node", type=int, default=1)
+    parser.add_argument("--env-host", choices=("thread", "process", "ray"), default="thread",
+                        help="where the envs step (ray: actors across the cluster's nodes)")
+    parser.add_argument("--step-timeout", type=float, default=300.0,
+                        help="seconds a reset or step may take before its episode ends")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
+    gpus = args.nodes * args.gpus_per_node
     out = Path(args.out).resolve()
     write_dataset(out / "prompts.jsonl", range(args.seeds))
     command = [
@@ -62,14 +76,16 @@ def main() -> None:
         "--rollout.batch_size", "16", "--train.batch_size", "64",
         "--rollout.max_new_tokens", "256", "--data.max_len", "2048",
         "--rollout.temperature", "1.0",
-        "--vllm.num_engines", "1", "--vllm.tensor_parallel_size", "1", "--vllm.gpu_memory_utilization", "0.5",
-        "--actor.num_nodes", "1", "--actor.num_gpus_per_node", "1",
+        # one vLLM engine per GPU, colocated with the actor's shards
+        "--vllm.num_engines", str(gpus), "--vllm.tensor_parallel_size", "1", "--vllm.gpu_memory_utilization", "0.5",
+        "--actor.num_nodes", str(args.nodes), "--actor.num_gpus_per_node", str(args.gpus_per_node),
         "--train.num_episodes", str(args.episodes),
         "--ckpt.output_dir", str(out / "checkpoints"),
     ]
     print(" ".join(command[:3]), *command[3:], sep=" \\\n  ")
     if not args.dry_run:
-        subprocess.run(command, check=True, env={**os.environ, "GEM_ENV": ENV_ID})
+        subprocess.run(command, check=True, env={**os.environ, "GEM_ENV": ENV_ID, "GEM_ENV_HOST": args.env_host,
+                                                 "GEM_STEP_TIMEOUT": str(args.step_timeout)})
 
 
 if __name__ == "__main__":
