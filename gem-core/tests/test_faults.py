@@ -306,3 +306,50 @@ def test_hosted_envs_in_workers_are_kept_for_the_next_episode_of_the_same_env(re
             assert other is not first  # other settings, another worker
     finally:
         close_idle()  # no worker outlives the test
+
+
+class _AsyncEnv(FaultyEnv):
+    """FaultyEnv whose reset and step are its own coroutines, run where they are awaited (as an env
+    awaiting a subprocess or a server); its steps record the thread they ran in."""
+
+    threads: list[int] = []
+
+    async def areset(self, seed=None, **kwargs):
+        return self.reset(seed, **kwargs)
+
+    async def astep(self, action):
+        import asyncio
+        import threading
+
+        _AsyncEnv.threads.append(threading.get_ident())
+        if action == "hang":
+            await asyncio.sleep(3600)
+        return self.step(action)
+
+
+@pytest.mark.parametrize("fault", ["raise", "hang"])
+def test_a_hosted_env_with_its_own_coroutines_runs_them_on_the_callers_loop_under_the_timeout(fault):
+    """An env with a native astep keeps running on the caller's event loop (its subprocesses or
+    connections belong to that loop), bounded by the same step timeout and failing the same way."""
+    import asyncio
+    import threading
+
+    from gem.host.hosted import HostedEnv
+
+    async def main():
+        env = HostedEnv(_AsyncEnv, step_timeout=1.0)
+        try:
+            assert await env.areset(seed=2) == FaultyEnv().reset(seed=2)
+            failed = await env.astep(fault)
+            again = await env.areset(seed=3), await env.astep("\\boxed{4}")
+            return failed, again
+        finally:
+            env.close()
+
+    _AsyncEnv.threads = []
+    (obs, reward, terminated, truncated, info), again = _bounded(lambda: asyncio.run(main()))
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["failure"]["type"] == {"raise": "RuntimeError", "hang": "StepTimeout"}[fault]
+    twin = FaultyEnv()
+    assert again == (twin.reset(seed=3), twin.step("\\boxed{4}"))
+    assert len(set(_AsyncEnv.threads)) == 1 and _AsyncEnv.threads[0] != threading.get_ident()  # the loop's thread

@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gem.core import Env
-from gem.errors import VectorEnvError
+from gem.errors import StepTimeoutError, VectorEnvError
 from gem.factory import EnvFactory
-from gem.host.failures import Failure
+from gem.host.failures import STEP_TIMEOUT, Failure, overran
 from gem.reward_range import UNBOUNDED, failure_reward
 from gem.vector import make_vector_env
 from gem.vector.slot import AutoresetMode
@@ -58,7 +58,9 @@ class HostedEnv:
     ``env_id`` names the env in failures (default: the id, or the env's spec id).
     ``backend_kwargs`` go to the vector backend (``context`` for ``process``; ``address``,
     ``actor_options`` for ``ray``). Sync (:meth:`reset`, :meth:`step`) and async
-    (:meth:`areset`, :meth:`astep`) calls; one call at a time.
+    (:meth:`areset`, :meth:`astep`) calls; one call at a time. An env of this process whose
+    ``areset``/``astep`` are its own coroutines runs them on the caller's event loop, bounded by
+    the same timeout (the env is replaced after one overruns).
     """
 
     def __init__(self, env: EnvSource, *, host: str = "thread", step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
@@ -113,10 +115,32 @@ class HostedEnv:
             return obs, float(reward), bool(terminated), bool(truncated), info
 
     async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        return await self._off_loop(self.reset, seed, **kwargs)
+        env = self._native("areset")
+        if env is None:
+            return await self._off_loop(self.reset, seed, **kwargs)
+        try:
+            obs, info = await self._bounded(env.areset(seed=seed, **kwargs), "reset")
+        except Exception as exc:
+            return "", self._failed_here(exc)
+        self._vec.slots[0].needs_reset = False
+        self.failure, self.done, self._last_obs = None, False, obs
+        return obs, info
 
     async def astep(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        return await self._off_loop(self.step, action)
+        env = self._native("astep")
+        if env is None:
+            return await self._off_loop(self.step, action)
+        if self.done and self.failure is not None:
+            return self._last_obs, failure_reward(self.reward_range), False, True, {FAILURE: dict(self.failure)}
+        if self.done:
+            raise RuntimeError("this hosted env's episode is over; call reset() first")
+        try:
+            obs, reward, terminated, truncated, info = await self._bounded(env.astep(action), "step")
+        except Exception as exc:
+            return self._last_obs, failure_reward(self.reward_range), False, True, self._failed_here(exc)
+        self.failure, self._last_obs = None, obs
+        self.done = bool(terminated or truncated)
+        return obs, float(reward), bool(terminated), bool(truncated), info
 
     @property
     def local_env(self) -> Env | None:
@@ -151,6 +175,29 @@ class HostedEnv:
                         else {"type": type(exc).__name__, "message": str(exc)})
         self.done = True
         return {FAILURE: dict(self.failure), "error": failure.describe() if failure is not None else str(exc)}
+
+    def _native(self, name: str) -> Env | None:
+        """The env, where it lives here and its ``name`` (``areset``/``astep``) is its own coroutine (an env
+        that awaits a subprocess or a server): called on the caller's loop, as it would be without the
+        host, not from a thread (an env whose resources belong to one loop or thread keeps them)."""
+        env = self.local_env
+        if env is None or getattr(type(env), name) is getattr(Env, name):
+            return None
+        return env
+
+    async def _bounded(self, call: Any, method: str) -> Any:
+        if self.step_timeout is None:
+            return await call
+        try:
+            return await asyncio.wait_for(call, self.step_timeout)
+        except asyncio.TimeoutError:
+            self._vec.slots[0].replace()  # cancelled mid-call: the next episode gets a fresh env
+        raise StepTimeoutError(f"{overran(method, self.step_timeout)}; the env was replaced by a fresh one")
+
+    def _failed_here(self, exc: Exception) -> dict[str, Any]:
+        kind = STEP_TIMEOUT if isinstance(exc, StepTimeoutError) else type(exc).__name__
+        self.failure, self.done = {"type": kind, "message": str(exc)}, True
+        return {FAILURE: dict(self.failure), "error": f"env 0 ({self.env_id}) raised {kind}: {exc}"}
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         # a thread of the handle's own, not asyncio's default executor: a framework running
