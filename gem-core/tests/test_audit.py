@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -58,11 +59,15 @@ class EmptyPaysHalf(AnyBoxedPays):
 
 
 class HangsOrRaises(CountEnv):
-    """Hangs on long actions and raises on empty ones: the audit must end those episodes."""
+    """Hangs on long actions and raises on empty ones: the audit must end those episodes. The hang
+    ends with its test (``released``): a thread left behind would make later tests' worker
+    processes start from a forkserver, which knows no id a test registers."""
+
+    released = threading.Event()
 
     def step(self, action: str) -> StepResult:
         if len(action) > 50_000:
-            time.sleep(30)
+            HangsOrRaises.released.wait(30)
         if not action:
             raise RuntimeError("boom")
         return super().step(action)
@@ -129,7 +134,11 @@ def test_lucky_hits_against_a_random_baseline_are_not_flagged(gem_registry, seed
 def test_hanging_and_raising_env_does_not_crash_the_audit(gem_registry):
     gem.register("bad:HangsOrRaises-v0", HangsOrRaises)
     started = time.monotonic()
-    result = audit_env("bad:HangsOrRaises-v0", episodes=3, step_timeout=0.3)
+    HangsOrRaises.released.clear()
+    try:
+        result = audit_env("bad:HangsOrRaises-v0", episodes=3, step_timeout=0.3)
+    finally:
+        HangsOrRaises.released.set()
     assert time.monotonic() - started < 20
     by_name = {s.name: s for s in result.strategies}
     assert by_name["empty"].mean == 0.0 and by_name["long"].mean == 0.0  # the failure reward

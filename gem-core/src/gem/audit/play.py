@@ -149,6 +149,7 @@ class _Player:
         except _Failed as exc:
             self.errors.append(f"seed {seed}: {exc}")
             if "within" in str(exc):  # the old instance is stuck in its thread: a new thread, a new instance
+                self.worker.stop()  # the stuck thread ends once its call returns, if ever
                 self.worker = _Worker()
                 self.env = self.worker.call(self.make, max(self.timeout, 120.0))
             return failure_reward(getattr(env, "reward_range", UNBOUNDED))
