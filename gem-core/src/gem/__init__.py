@@ -13,14 +13,14 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from gem import compat, errors
+from gem import compat, errors  # noqa: F401  (gem.compat: the reference package's paths and conventions)
 from gem._version import __version__
 from gem.core import Env, EnvWrapper, Wrapper
 from gem.hookspecs import hookimpl
 from gem.registration import list_envs, make, make_vec, print_envs, register, spec
 
-# the reference package's module paths (gem.envs.*, gem.tools.*, gem.utils.*, ...)
-compat.install()
+# the reference package's module paths (gem.envs.*, gem.tools.*, gem.utils.*, ...) are files of gem-core that
+# call gem.compat.become_reference when imported: ``import gem`` itself installs no import hook
 
 # envs/tools/utils: the reference's packages (from gem.compat's table), there after ``import gem`` as in it
 _LAZY = {"vector", "runner", "wrappers", "testing", "plugins", "seeding", "multiagent", "envs", "tools", "utils"}

@@ -2,10 +2,14 @@
 
 Each package contributes the rows of the objects it holds through the
 ``gem_register_compat`` hook (:mod:`gem.compat_rows`; gem-core's own are in
-:mod:`gem.compat.table`). ``import gem`` appends :class:`ReferencePathFinder` to
-``sys.meta_path``. Because it comes after the normal finders, a real module always wins; the
-finder only answers for registered paths (and the packages above them) that nothing else
-provides, loading the plugins on the first such import:
+:mod:`gem.compat.table`). ``import gem`` installs nothing: the reference's top-level packages
+(``gem.envs``, ``gem.utils``, ``gem.tools``, ``gem.eval``, ``gem.integrations``) and its
+modules inside our real packages (``gem.wrappers.wrapper_factory``, ``gem.vector.vector_env``, ...)
+are small files of gem-core that call :func:`become_reference`, which appends
+:class:`ReferencePathFinder` to ``sys.meta_path`` the first time a script imports a reference
+path (a path of another root: call :func:`install` first). Because the finder comes after
+the normal finders, a real module always wins; it only answers for registered paths (and the
+packages above them) that nothing else provides, loading the plugins on the first such import:
 
 >>> from gem.envs.registration import make            # doctest: +SKIP
 >>> from gem.tools.python_code_tool import PythonCodeTool  # doctest: +SKIP
@@ -218,6 +222,24 @@ class AliasedChildFinder(importlib.abc.MetaPathFinder):
 _CHILD_FINDER = AliasedChildFinder()
 
 
+def become_reference(name: str) -> None:
+    """Make the module being imported as ``name`` (a file of gem-core standing at a reference
+    path) the reference module the table describes, installing the finder for the paths below
+    it: called by those files, so that the finder is installed only once a reference path is
+    imported. A path whose suite is absent raises the ImportError saying what to install."""
+    install()
+    spec = _FINDER.find_spec(name)
+    if spec is None:
+        raise ImportError(f"{name} is not a reference path of the installed packages", name=name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # what the import of ``name`` returns (it reads sys.modules back)
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+
+
 def install() -> None:
     """Put the finder on ``sys.meta_path`` (once), after the normal finders, and the finder of
     aliased packages' modules before them."""
@@ -227,4 +249,4 @@ def install() -> None:
         sys.meta_path.insert(0, _CHILD_FINDER)
 
 
-__all__ = ["ReferencePathFinder", "install", "provider", "requirements", "resolve", "rows"]
+__all__ = ["ReferencePathFinder", "become_reference", "install", "provider", "requirements", "resolve", "rows"]
