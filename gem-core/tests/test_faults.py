@@ -10,6 +10,7 @@ reported the fault, and how, and that the others went on with their real results
 from __future__ import annotations
 
 import multiprocessing
+import sys
 
 import pytest
 from test_vector import _bounded
@@ -218,6 +219,18 @@ def test_under_on_error_raise_a_vector_env_names_the_env_that_failed_and_keeps_t
 
 
 # -- the hosted env (gem.host.hosted): what the framework adapters and `gem serve` step through --
+@pytest.fixture(autouse=True)
+def _hosted_threads_end_with_the_test():
+    """The hosted envs' shared threads live as long as the process; here they end with each test, so that
+    later tests' worker processes fork (a process with other threads starts them from a forkserver, which
+    knows none of the ids a test registers)."""
+    yield
+    from gem.host.hosted import close_threads
+
+    FaultyEnv.hung.set()  # a call hung on purpose returns, and its thread can end
+    close_threads()
+
+
 HOSTED_CASES = [("thread", f) for f in IN_THIS_PROCESS] + [(h, f) for h in ("process", "ray") for f in ("raise", "hang",
                                                                                                        "exit")]
 
@@ -353,3 +366,54 @@ def test_a_hosted_env_with_its_own_coroutines_runs_them_on_the_callers_loop_unde
     twin = FaultyEnv()
     assert again == (twin.reset(seed=3), twin.step("\\boxed{4}"))
     assert len(set(_AsyncEnv.threads)) == 1 and _AsyncEnv.threads[0] != threading.get_ident()  # the loop's thread
+
+
+class _SharedChildEnv(FaultyEnv):
+    """Forks, on first use, one helper process for every env of the process, tied to the forking thread
+    (PR_SET_PDEATHSIG, as bwrap --die-with-parent: gem-envs-code's judges and zygote), and pays only
+    while it lives."""
+
+    helper = None
+
+    def reset(self, seed=None, **kwargs):
+        if _SharedChildEnv.helper is None:
+            import ctypes
+            import signal
+            import subprocess
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            _SharedChildEnv.helper = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))
+        return super().reset(seed, **kwargs)
+
+    def step(self, action):
+        import time
+
+        obs, reward, terminated, truncated, info = super().step(action)
+        time.sleep(0.05)  # a killed helper is reaped at once; give the signal a moment
+        return obs, reward if _SharedChildEnv.helper.poll() is None else -1.0, terminated, truncated, info
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_hosted_env_closing_does_not_end_the_thread_that_forked_what_other_envs_share():
+    """Pins per-handle threads: each hosted env ran its calls in a thread of its own, which ended when it
+    closed, and a process it had forked for every env (a code env's judge) died with it: the next env's
+    honest answer scored as if its test harness failed."""
+    import asyncio
+
+    from gem.host.hosted import HostedEnv
+
+    async def episode(seed):
+        env = HostedEnv(_SharedChildEnv, step_timeout=5.0)
+        try:
+            await env.areset(seed=seed)
+            return (await env.astep("\\boxed{5}"))[1]
+        finally:
+            env.close()
+
+    try:
+        rewards = [asyncio.run(episode(seed)) for seed in range(3)]  # one after another: each closes first
+    finally:
+        _SharedChildEnv.helper.kill()
+        _SharedChildEnv.helper.wait()
+        _SharedChildEnv.helper = None
+    assert -1.0 not in rewards

@@ -31,6 +31,7 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import StepTimeoutError, VectorEnvError
+from gem.executor import ThreadPool
 from gem.factory import EnvFactory
 from gem.host.failures import STEP_TIMEOUT, Failure, overran
 from gem.reward_range import UNBOUNDED, failure_reward
@@ -73,9 +74,12 @@ class HostedEnv:
         factory = env if isinstance(env, EnvFactory) and not kwargs else EnvFactory(env, dict(kwargs))
         self.host = host
         self.step_timeout = step_timeout
+        options = dict(backend_kwargs or {})
+        if host == "thread":
+            options.setdefault("pool", _threads())
         self._vec = make_vector_env(HOSTS[host], [factory], env_ids=[self.env_id], seed=None,
                                     autoreset_mode=AutoresetMode.DISABLED, on_error="raise",
-                                    step_timeout=step_timeout, **(backend_kwargs or {}))
+                                    step_timeout=step_timeout, **options)
         try:
             self.reward_range = tuple(self._vec.call("reward_range")[0])
         except Exception:  # an env without one, or one whose range does not cross: any reward
@@ -85,7 +89,6 @@ class HostedEnv:
         #: the episode ended (by the env, or by a failure); :meth:`reset` starts the next
         self.done = True
         self._last_obs: Any = ""
-        self._caller: ThreadPoolExecutor | None = None  # the async calls' thread (created on first use)
         self._lock = threading.Lock()
 
     # -- the env API ----------------------------------------------------------------------
@@ -156,8 +159,6 @@ class HostedEnv:
 
     def close(self) -> None:
         self._vec.close()
-        if self._caller is not None:
-            self._caller.shutdown(wait=False)
 
     def __enter__(self) -> HostedEnv:
         return self
@@ -200,12 +201,47 @@ class HostedEnv:
         return {FAILURE: dict(self.failure), "error": f"env 0 ({self.env_id}) raised {kind}: {exc}"}
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        # a thread of the handle's own, not asyncio's default executor: a framework running
-        # hundreds of episodes at once must not queue them behind a few shared threads
-        if self._caller is None:
-            self._caller = ThreadPoolExecutor(1, thread_name_prefix="gem-hosted")
+        # the host's long-lived threads, not asyncio's default executor: a framework running hundreds of
+        # episodes at once must not queue them behind a few threads (see _threads)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._caller, lambda: fn(*args, **kwargs))
+        return await loop.run_in_executor(_callers(), lambda: fn(*args, **kwargs))
+
+
+#: threads the hosted envs of this process share, started as calls need them and never ended: a sandbox
+#: ties the processes it forks to the forking *thread* (PR_SET_PDEATHSIG, bwrap --die-with-parent), and
+#: gem-envs-code keeps such processes (its judges, its zygote) for every env of the process, so a thread that
+#: ended with one env would kill another env's test mid-run (an honest answer scored 0)
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+#: at most this many calls run at once in them (more wait for a thread)
+MAX_THREADS = 1024
+
+
+def _threads() -> ThreadPool:
+    """The pool that runs hosted envs' calls under their step timeout."""
+    with _SHARED_LOCK:
+        if "pool" not in _SHARED:
+            _SHARED["pool"] = ThreadPool(MAX_THREADS, name="gem-hosted")
+        return _SHARED["pool"]
+
+
+def _callers() -> ThreadPoolExecutor:
+    """The threads async callers hand a hosted env's blocking calls to."""
+    with _SHARED_LOCK:
+        if "callers" not in _SHARED:
+            _SHARED["callers"] = ThreadPoolExecutor(MAX_THREADS, thread_name_prefix="gem-hosted-caller")
+        return _SHARED["callers"]
+
+
+def close_threads(wait: float = 5.0) -> None:
+    """End the hosted envs' shared threads (a later hosted env starts new ones): for a test that needs a
+    process with one thread again, or an embedder shutting down. A thread inside a call ends when it returns."""
+    with _SHARED_LOCK:
+        pool, callers = _SHARED.pop("pool", None), _SHARED.pop("callers", None)
+    if callers is not None:
+        callers.shutdown(wait=False)
+    if pool is not None:
+        pool.close(wait)
 
 
 #: idle hosted envs by (host, source, settings): a worker process or a Ray actor takes a second or more to
@@ -262,4 +298,5 @@ def close_idle() -> None:
             handle.close()
 
 
-__all__ = ["DEFAULT_STEP_TIMEOUT", "FAILURE", "HOSTS", "HostedEnv", "close_idle", "hosted"]
+__all__ = ["DEFAULT_STEP_TIMEOUT", "FAILURE", "HOSTS", "MAX_THREADS", "HostedEnv", "close_idle", "close_threads",
+           "hosted"]

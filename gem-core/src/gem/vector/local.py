@@ -25,12 +25,15 @@ class SyncVectorEnv(VectorEnv):
 
     backend = "sync"
 
-    def __init__(self, env_fns: Sequence[Callable[[], Env]], **kwargs: Any) -> None:
+    def __init__(self, env_fns: Sequence[Callable[[], Env]], pool: ThreadPool | None = None, **kwargs: Any) -> None:
         super().__init__(env_fns, **kwargs)
         self.slots = [
             Slot(i, fn, self.env_ids[i], self.autoreset_mode, self.on_error) for i, fn in enumerate(env_fns)
         ]
-        self._pool: ThreadPool | None = None
+        #: the threads that run the calls under step_timeout: the caller's ``pool`` (shared, kept open), or
+        #: one of this vector env's own, closed with it
+        self._pool: ThreadPool | None = pool
+        self._own_pool = pool is None
 
     @property
     def envs(self) -> list[Env]:
@@ -85,7 +88,7 @@ class SyncVectorEnv(VectorEnv):
         return self.recovery.failed(index, call, failure)
 
     def _close(self) -> None:
-        if self._pool is not None:
+        if self._pool is not None and self._own_pool:
             self._pool.close()
         for slot in self.slots:
             slot.env.close()
