@@ -1,8 +1,9 @@
 """One env behind the host, for code that plays episodes one env at a time: the framework
 adapters (:mod:`gem_integrations`), ``gem serve``, anyone's own loop.
 
-A :class:`HostedEnv` runs its env in a helper thread (``host="thread"``, the default), a
-worker process (``"process"``) or a Ray actor (``"ray"``, across a cluster), through the
+A :class:`HostedEnv` runs its env in this process, in threads the host keeps for the
+process's life (``host="thread"``, the default), in a worker process (``"process"``) or in
+a Ray actor (``"ray"``, across a cluster), through the
 vector backends (:mod:`gem.vector`, one env each), so the deadlines, restarts and failure
 names are the host's own. Its calls never raise for the env's sake: a ``step`` that raises,
 overruns ``step_timeout`` or loses its worker ends the episode instead, truncated, with the
