@@ -205,13 +205,9 @@ def rebn_estimator(*, token_level_rewards: Any, response_mask: Any, gamma: float
     if tuple(mask.shape) != tuple(token_level_rewards.shape):
         shapes = f"loss mask {tuple(mask.shape)} and rewards {tuple(token_level_rewards.shape)}"
         raise ValueError(f"{REBN_ESTIMATOR}: {shapes} differ (generator.step_wise_trajectories is not supported)")
-    # rows with no sampled token (the padding rows skyrl-train's pad_batch adds, loss mask all 0) have
-    # no turns: they take no part in the batch statistics and get 0 (turns.py wants >= 1 turn a row)
-    rows = mask.bool().any(dim=1)
-    advantages = token_level_rewards.new_zeros(token_level_rewards.shape)
-    if rows.any():
-        advantages[rows] = rebn_token_advantages(token_level_rewards[rows], mask[rows], float(gamma),
-                                                 normalize_std=bool(grpo_norm_by_std))
+    # a row with no sampled token (the padding rows skyrl-train's pad_batch adds) has no turn: it takes no
+    # part in the batch statistics and gets 0
+    advantages = rebn_token_advantages(token_level_rewards, mask, float(gamma), normalize_std=bool(grpo_norm_by_std))
     return advantages, advantages
 
 

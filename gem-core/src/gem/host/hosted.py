@@ -31,10 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gem.core import Env
-from gem.errors import StepTimeoutError, VectorEnvError
+from gem.errors import VectorEnvError
 from gem.executor import ThreadPool
 from gem.factory import EnvFactory
-from gem.host.failures import STEP_TIMEOUT, Failure, overran
+from gem.host.failures import Failure, timed_out
 from gem.reward_range import UNBOUNDED, failure_reward
 from gem.vector import make_vector_env
 from gem.vector.slot import AutoresetMode
@@ -99,52 +99,40 @@ class HostedEnv:
             try:
                 (obs,), (info,) = self._vec.reset(seed=[seed], **kwargs)
             except VectorEnvError as exc:
-                return "", self._failed(exc)
-            self.failure, self.done, self._last_obs = None, False, obs
-            return obs, info
+                return "", self._ended(self._failure_of(exc))
+            return self._began(obs, info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """One step; a failure ends the episode truncated (see the module docstring)."""
         with self._lock:
-            if self.done and self.failure is not None:  # a reset that failed: the episode never began
-                return self._last_obs, failure_reward(self.reward_range), False, True, {FAILURE: dict(self.failure)}
-            if self.done:
-                raise RuntimeError("this hosted env's episode is over; call reset() first")
+            refused = self._refused()
+            if refused is not None:
+                return refused
             try:
                 (obs,), (reward,), (terminated,), (truncated,), (info,) = self._vec.step([action])
             except VectorEnvError as exc:
-                return self._last_obs, failure_reward(self.reward_range), False, True, self._failed(exc)
-            self.failure, self._last_obs = None, obs
-            self.done = bool(terminated or truncated)
-            return obs, float(reward), bool(terminated), bool(truncated), info
+                return self._cut(self._failure_of(exc))
+            return self._stepped(obs, reward, terminated, truncated, info)
 
     async def areset(self, seed: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         env = self._native("areset")
         if env is None:
             return await self._off_loop(self.reset, seed, **kwargs)
-        try:
-            obs, info = await self._bounded(env.areset(seed=seed, **kwargs), "reset")
-        except Exception as exc:
-            return "", self._failed_here(exc)
+        answer, failure = await self._bounded(env.areset(seed=seed, **kwargs), "reset")
+        if failure is not None:
+            return "", self._ended(failure)
         self._vec.slots[0].needs_reset = False
-        self.failure, self.done, self._last_obs = None, False, obs
-        return obs, info
+        return self._began(*answer)
 
     async def astep(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         env = self._native("astep")
         if env is None:
             return await self._off_loop(self.step, action)
-        if self.done and self.failure is not None:
-            return self._last_obs, failure_reward(self.reward_range), False, True, {FAILURE: dict(self.failure)}
-        if self.done:
-            raise RuntimeError("this hosted env's episode is over; call reset() first")
-        try:
-            obs, reward, terminated, truncated, info = await self._bounded(env.astep(action), "step")
-        except Exception as exc:
-            return self._last_obs, failure_reward(self.reward_range), False, True, self._failed_here(exc)
-        self.failure, self._last_obs = None, obs
-        self.done = bool(terminated or truncated)
-        return obs, float(reward), bool(terminated), bool(truncated), info
+        refused = self._refused()
+        if refused is not None:
+            return refused
+        answer, failure = await self._bounded(env.astep(action), "step")
+        return self._cut(failure) if failure is not None else self._stepped(*answer)
 
     @property
     def local_env(self) -> Env | None:
@@ -171,12 +159,35 @@ class HostedEnv:
         return f"<HostedEnv {self.env_id or '?'} host={self.host} step_timeout={self.step_timeout}>"
 
     # -- internals ------------------------------------------------------------------------
-    def _failed(self, exc: VectorEnvError) -> dict[str, Any]:
-        failure: Failure | None = next(iter(exc.failures.values()), None)
-        self.failure = ({"type": failure.type, "message": failure.message} if failure is not None
-                        else {"type": type(exc).__name__, "message": str(exc)})
-        self.done = True
-        return {FAILURE: dict(self.failure), "error": failure.describe() if failure is not None else str(exc)}
+    def _began(self, obs: Any, info: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        self.failure, self.done, self._last_obs = None, False, obs
+        return obs, info
+
+    def _stepped(self, obs: Any, reward: Any, terminated: Any, truncated: Any,
+                 info: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.failure, self._last_obs = None, obs
+        self.done = bool(terminated or truncated)
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def _refused(self) -> tuple[Any, float, bool, bool, dict[str, Any]] | None:
+        """The answer to a step with no episode to step: after a reset that failed, that failure again;
+        after an episode that ended, an error (the caller's bug, not the env's)."""
+        if self.done and self.failure is not None:  # a reset that failed: the episode never began
+            return self._last_obs, failure_reward(self.reward_range), False, True, {FAILURE: dict(self.failure)}
+        if self.done:
+            raise RuntimeError("this hosted env's episode is over; call reset() first")
+        return None
+
+    def _cut(self, failure: Failure) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The step that ``failure`` ended: truncated, with the env's failure reward."""
+        return self._last_obs, failure_reward(self.reward_range), False, True, self._ended(failure)
+
+    def _ended(self, failure: Failure) -> dict[str, Any]:
+        self.failure, self.done = {"type": failure.type, "message": failure.message}, True
+        return {FAILURE: dict(self.failure), "error": failure.describe()}
+
+    def _failure_of(self, exc: VectorEnvError) -> Failure:
+        return next(iter(exc.failures.values()), None) or Failure.from_exc(0, self.env_id, exc)
 
     def _native(self, name: str) -> Env | None:
         """The env, where it lives here and its ``name`` (``areset``/``astep``) is its own coroutine (an env
@@ -187,19 +198,19 @@ class HostedEnv:
             return None
         return env
 
-    async def _bounded(self, call: Any, method: str) -> Any:
-        if self.step_timeout is None:
-            return await call
+    async def _bounded(self, call: Any, method: str) -> tuple[Any, Failure | None]:
+        """``(answer, None)`` of a native coroutine, or ``(None, failure)`` when it raised or overran."""
         try:
-            return await asyncio.wait_for(call, self.step_timeout)
-        except asyncio.TimeoutError:
+            if self.step_timeout is None:
+                return await call, None
+            return await asyncio.wait_for(call, self.step_timeout), None
+        except asyncio.TimeoutError as exc:
+            if self.step_timeout is None:  # the env's own
+                return None, Failure.from_exc(0, self.env_id, exc)
             self._vec.slots[0].replace()  # cancelled mid-call: the next episode gets a fresh env
-        raise StepTimeoutError(f"{overran(method, self.step_timeout)}; the env was replaced by a fresh one")
-
-    def _failed_here(self, exc: Exception) -> dict[str, Any]:
-        kind = STEP_TIMEOUT if isinstance(exc, StepTimeoutError) else type(exc).__name__
-        self.failure, self.done = {"type": kind, "message": str(exc)}, True
-        return {FAILURE: dict(self.failure), "error": f"env 0 ({self.env_id}) raised {kind}: {exc}"}
+            return None, timed_out(0, self.env_id, method, self.step_timeout, "the env was replaced by a fresh one")
+        except Exception as exc:
+            return None, Failure.from_exc(0, self.env_id, exc)
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         # the host's long-lived threads, not asyncio's default executor: a framework running hundreds of
