@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import gem_envs_math
-from gem_envs_math import pool as pool_module
+from gem_envs_math import workers as worker_module
 from gem_envs_math.pool import GradingPool
 
 sandbox = pytest.importorskip("gem_tools.sandbox")
@@ -30,7 +30,7 @@ def boxed(request: pytest.FixtureRequest) -> Iterator[GradingPool]:
     backend = request.param
     patch = pytest.MonkeyPatch()
     # the template starts in the pool's scheduler thread: a module-level patch reaches it
-    patch.setattr(pool_module, "_helper_launch",
+    patch.setattr(worker_module, "_helper_launch",
                   lambda args, env: (helper_launch(args, backend=backend, env=env), backend))
     with GradingPool(workers=2, timeout=1.0, sandbox=True) as pool:
         try:
@@ -88,7 +88,7 @@ def test_a_sandboxed_worker_runs_as_an_unprivileged_uid(boxed: GradingPool) -> N
 
 
 def test_without_a_sandbox_the_pool_grades_unsandboxed_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pool_module, "_helper_launch", lambda args, env: (None, "no namespaces here"))
+    monkeypatch.setattr(worker_module, "_helper_launch", lambda args, env: (None, "no namespaces here"))
     with GradingPool(workers=1) as pool:
         where, why = pool.isolation()
         assert where == "unsandboxed" and "no namespaces here" in why
@@ -98,7 +98,7 @@ def test_without_a_sandbox_the_pool_grades_unsandboxed_and_says_why(monkeypatch:
 
 
 def test_a_required_sandbox_that_cannot_start_fails_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pool_module, "_helper_launch", lambda args, env: (None, "no namespaces here"))
+    monkeypatch.setattr(worker_module, "_helper_launch", lambda args, env: (None, "no namespaces here"))
     monkeypatch.setenv("GEM_MATH_GRADER_SANDBOX", "1")
     with GradingPool(workers=1) as pool, pytest.raises(RuntimeError, match="no sandbox for the grading workers: no"):
         pool.compare("1", "1")

@@ -33,31 +33,23 @@ what else is in flight:
   for several env processes on a small machine. Accounting rather than a cgroup: a cgroup
   needs root or a delegated hierarchy, and the kernel's OOM killer inside one cannot tell
   the answer that went over by itself from the ones beside it.
-- **A warm sandbox.** Workers are forked from a template process that imported the
-  grading modules once (a fork server), so replacing a killed worker costs milliseconds,
-  not the seconds of a fresh interpreter importing sympy, and, for graders that only parse
-  the answer (math-verify), a worker back from a job takes the next one; a grader that runs
-  the answer (reasoning-gym's scorers ``eval`` some) gets a fresh worker per job
-  (:class:`Kind`). Up to ``workers + 1`` idle workers are kept: the extra one takes
-  the job a pause lets in, since a fresh fork pays for copying every page of the
-  template it touches (about 30 ms of CPU per sympy grade), which a kept worker has
-  paid once. Where gem-tools is installed and a sandbox works, the template runs
-  in it (gem-tools' :mod:`~gem_tools.sandbox.helper`), so every worker is born isolated:
-  no network, read-only files, a private ``/tmp``, an unprivileged uid. The scheduler
-  here still supervises each worker through its pidfd and its pid in this namespace.
-  :class:`_Template` is the one place workers are started.
-- **Data back, never code.** A worker replies in JSON, at most :data:`MAX_REPLY_BYTES`,
-  checked against its schema: a malformed reply fails its job and ends its worker. The
-  template is not dumpable (a worker cannot ptrace it) and forks only while its rlimits,
-  nice value, scheduling policy and affinity are as they started; a worker that changed
-  them ends the template, and the next fork starts a fresh one.
+- **Warm workers.** Workers are forked from a template process that imported the grading
+  modules once, in gem-tools' sandbox where one works (:mod:`gem_envs_math.workers`: how a
+  worker is born, what it runs and the JSON it may send back, never a pickle). For graders
+  that only parse the answer (math-verify) a worker back from a job takes the next one; a
+  grader that runs the answer (reasoning-gym's scorers ``eval`` some) gets a fresh worker
+  per job (:class:`Kind`). Up to ``workers + 1`` idle workers are kept: the extra one takes
+  the job a pause lets in, since a fresh fork pays for copying every page of the template
+  it touches (about 30 ms of CPU per sympy grade), which a kept worker has paid once.
 
-Deadlines, restarts and losses are named as in gem-core's env host (:mod:`gem.host`): a
-job past its deadline is a step timeout (status :data:`TIMEOUT`, the host's
-``StepTimeout``), a job whose worker died a worker death (:data:`CRASHED`, the host's
-``WorkerDied``); every killed worker is restarted (:attr:`GradingPool.restarts`), and an
-evicted job is restarted from scratch, never lost. :attr:`Outcome.failure` gives the host's
-name of a failed job.
+Failures are named as in gem-core's env host (:mod:`gem.host.failures`): a job past its
+deadline is a step timeout (status :data:`TIMEOUT`, the host's ``StepTimeout``), a job
+whose worker died a worker death (:data:`CRASHED`, the host's ``WorkerDied``), and the
+value of either says what happened in the host's words (:func:`gem.host.failures.overran`).
+Every killed worker is replaced (:attr:`GradingPool.restarts`), and an evicted job is run
+again from scratch, never lost. :attr:`Outcome.failure` gives the host's name of a failed
+job. The deadlines are the pool's own, not :class:`gem.host.deadlines.Deadlines`: theirs
+are wall-clock seconds from a call's start, these are a job's own CPU seconds.
 
 Callers never hold a thread per job: one scheduler thread owns every worker;
 :meth:`GradingPool.call` waits on an event and :meth:`GradingPool.acall` on an asyncio
@@ -73,17 +65,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import ctypes
-import importlib
-import json
 import os
 import pickle
-import resource
-import select
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -91,8 +75,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from gem.errors import install_hint
-from gem.host.failures import STEP_TIMEOUT, WORKER_DIED
+from gem.host.failures import STEP_TIMEOUT, WORKER_DIED, overran
+from gem_envs_math.workers import MAX_REPLY_BYTES, Template, Worker
+from gem_envs_math.workers import parse_reply as _parse_reply
 
 #: default CPU seconds one job may use before it is scored "timeout"
 DEFAULT_TIMEOUT = 5.0
@@ -120,14 +105,6 @@ DEFAULT_MAX_PROCESSES = 64
 _RETAINED = 64 << 20
 #: the longest the scheduler waits for a killed worker holding much memory to be gone
 _TEARDOWN_S = 1.0
-#: seconds the template process may take to start (imports sympy) before the pool gives up
-_START_TIMEOUT = 120.0
-_READY = b"ready"
-#: the longest reply a worker may send (bytes of JSON): a longer one is that job's failure
-MAX_REPLY_BYTES = 1 << 20
-#: seconds the template may take to fork a worker before the pool starts a new template (a
-#: worker that stopped its template with SIGSTOP costs one restart, never a hung scheduler)
-_FORK_TIMEOUT = 10.0
 _EQUIVALENT = "gem_envs_math.verify:is_equivalent"
 #: the status of a job that spent its deadline (CPU budget) or slept as long, and was killed
 TIMEOUT = "timeout"
@@ -137,8 +114,9 @@ CRASHED = "crashed"
 MEMORY = "memory"
 #: a failed job's status -> the env host's name for that failure
 _HOST_NAMES = {TIMEOUT: STEP_TIMEOUT, CRASHED: WORKER_DIED}
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+#: the value of a job whose worker died (its exit status is the template's to reap, not ours)
+_DIED = "the grading worker died (or sent more than MAX_REPLY_BYTES); it was replaced"
+_CLOSED = "the grading pool closed while the job was in flight"
 
 
 @dataclass(frozen=True)
@@ -148,8 +126,9 @@ class Outcome:
     ``status``: ``"ok"`` (``value`` holds the result), ``"error"`` (the function raised;
     ``value`` holds the message), ``"timeout"`` (it spent its CPU budget, or slept as
     long, and was killed), ``"memory"`` (its worker alone went over the pool's memory
-    budget and was killed) or ``"crashed"`` (the worker died, or the pool closed under it).
-    ``seconds`` runs from submission to the outcome, waiting and retries included.
+    budget and was killed) or ``"crashed"`` (the worker died, or the pool closed under it);
+    a failed job's ``value`` says what happened. ``seconds`` runs from submission to the
+    outcome, waiting and retries included.
     """
 
     value: Any
@@ -192,189 +171,6 @@ def _default_memory_budget_mb(workers: int) -> int:
     return _setting("GEM_MATH_GRADER_MEMORY_BUDGET_MB", default, 0)
 
 
-def _resolve(function: str) -> Any:
-    module, _, name = function.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-# -- the processes ----------------------------------------------------------------------
-def _serve(jobs: Connection) -> None:
-    """Loop of a worker: receive ``(function, args)`` (a pickle from the trusted pool), reply
-    ``[ok, value]`` as JSON: what the pool reads back is data, never code (:func:`_parse_reply`)."""
-    functions: dict[str, Any] = {}
-    while True:
-        try:
-            function, args = pickle.loads(jobs.recv_bytes())
-        except (EOFError, OSError):
-            return
-        try:
-            if function not in functions:
-                functions[function] = _resolve(function)
-            reply: list[Any] = [True, functions[function](*args)]
-        except Exception as exc:  # reported to the caller as an "error" outcome
-            reply = [False, f"{type(exc).__name__}: {exc}"[:2000]]
-        try:
-            data = json.dumps(reply).encode()
-        except (TypeError, ValueError) as exc:
-            data = json.dumps([False, f"the result is not plain data (JSON): {exc}"[:2000]]).encode()
-        jobs.send_bytes(data)
-
-
-def _parse_reply(data: bytes) -> tuple[bool, Any]:
-    """A worker's reply ``[ok, value]``, checked: JSON only, ``ok`` a bool, an error's value a
-    string. Raises ValueError for anything else: a worker runs the answer's code (a
-    reasoning-gym scorer ``eval``s it), so its reply is parsed as data, never unpickled."""
-    try:
-        reply = json.loads(data)
-    except (ValueError, RecursionError) as exc:  # RecursionError: a nesting bomb
-        raise ValueError(f"not JSON ({exc})") from None
-    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], bool)):
-        raise ValueError("not a [ok, value] pair")
-    if not reply[0] and not isinstance(reply[1], str):
-        raise ValueError("an error whose message is not a string")
-    return reply[0], reply[1]
-
-
-def _not_dumpable() -> None:
-    """PR_SET_DUMPABLE 0 (inherited by forks): a worker running as the same uid can then not
-    ptrace the template or its siblings, nor write their memory through /proc/PID/mem."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        pass
-
-
-#: every rlimit this platform has: the template checks them before each fork
-_RLIMITS = sorted({getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")})
-
-
-def _inherited() -> tuple[Any, ...]:
-    """The scheduling and resource state a forked worker inherits from the template: every
-    rlimit, the nice value, the scheduling policy and the CPU affinity (where the OS has them)."""
-    state: list[Any] = [tuple(resource.getrlimit(limit) for limit in _RLIMITS), os.getpriority(os.PRIO_PROCESS, 0)]
-    if hasattr(os, "sched_getaffinity"):
-        state += [os.sched_getscheduler(0), frozenset(os.sched_getaffinity(0))]
-    return tuple(state)
-
-
-def _template_main(control_fd: int, memory_mb: int, preload: Sequence[str]) -> None:
-    """The fork server: import ``preload`` once, then fork one worker per request.
-
-    A preloaded module may define ``warm_up()``: it runs here, once, so that lazy
-    initialisation (parser tables, caches) is inherited by every worker instead of being
-    paid in each. A request is one byte with a socket attached (SCM_RIGHTS); the child
-    serves jobs on that socket, the reply is one byte with a pidfd of the child attached
-    (a pid would be the sandbox's own, where the template runs in a pid namespace).
-    Children are reaped by the kernel (SIGCHLD ignored), so killed workers never linger
-    as zombies.
-    """
-    control = socket.socket(fileno=control_fd)
-    _not_dumpable()
-    for name in preload:
-        module = importlib.import_module(name)  # before READY: imports never count against a timeout
-        if callable(getattr(module, "warm_up", None)):
-            module.warm_up()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    # a worker runs as the template's uid, so it can prlimit, renice or re-pin the template (and
-    # every later worker would inherit that): the template forks only while it is as it started
-    started = _inherited()
-    control.sendall(_READY)
-    while True:
-        try:
-            _, fds, _, _ = socket.recv_fds(control, 1, 1)
-        except OSError:
-            return
-        if not fds:
-            return  # the pool closed its end
-        if _inherited() != started:
-            return  # the pool reads EOF and starts a fresh template
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            if memory_mb and sys.platform.startswith("linux"):
-                limit = memory_mb * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            try:
-                _serve(Connection(fds[0]))
-            finally:
-                os._exit(0)
-        os.close(fds[0])
-        try:
-            pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:  # died at once: the reply is without one, its socket reads EOF
-            control.sendall(b"d")
-            continue
-        socket.send_fds(control, [b"p"], [pidfd])
-        os.close(pidfd)
-
-
-def _host_pid(pidfd: int) -> int:
-    """The pid, in this process's pid namespace, of the process ``pidfd`` refers to (-1: it
-    is gone)."""
-    with open(f"/proc/self/fdinfo/{pidfd}", encoding="ascii") as info:
-        for line in info:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
-    raise OSError("this kernel's fdinfo does not say a pidfd's pid")
-
-
-class _Worker:
-    """One forked worker: its job socket, a pidfd to signal it safely (None: it died at
-    once, its socket reads EOF and the job is "crashed"), its pid here (``/proc`` reads),
-    and its last sampled resident memory (``rss``, bytes)."""
-
-    def __init__(self, pidfd: int | None, conn: Connection) -> None:
-        self.pidfd = pidfd
-        self.pid = -1 if pidfd is None else _host_pid(pidfd)
-        self.conn = conn
-        self.rss = 0
-
-    def usage(self) -> tuple[float, float | None] | None:
-        """Seconds it has run on a CPU and waited for one (None where the kernel does not
-        say), or None if it is gone."""
-        try:
-            with open(f"/proc/{self.pid}/schedstat", "rb") as stats:
-                ran, waited = stats.read().split()[:2]
-            return int(ran) / 1e9, int(waited) / 1e9
-        except (OSError, ValueError):
-            pass
-        try:  # a kernel without schedstat: user plus system time, in clock ticks
-            with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, None
-        except (OSError, ValueError, IndexError):
-            return None
-
-    def measure_rss(self) -> int:
-        """Sample its resident memory into ``rss`` (kept as it was if it is gone)."""
-        try:
-            with open(f"/proc/{self.pid}/statm", "rb") as statm:
-                self.rss = int(statm.read().split()[1]) * _PAGE
-        except (OSError, ValueError, IndexError):
-            pass
-        return self.rss
-
-    def signal(self, sig: int) -> None:
-        if self.pidfd is None:
-            return
-        try:
-            signal.pidfd_send_signal(self.pidfd, sig)
-        except ProcessLookupError:
-            pass
-
-    def kill(self, wait_s: float = 0.0) -> None:
-        """SIGKILL it; with ``wait_s``, wait up to that long until it is gone."""
-        self.signal(signal.SIGKILL)
-        if self.pidfd is not None:
-            if wait_s:
-                poller = select.poll()
-                poller.register(self.pidfd, select.POLLIN)
-                poller.poll(wait_s * 1000)
-            os.close(self.pidfd)
-        self.conn.close()
-
-
 def _sandbox_setting() -> bool | None:
     """``GEM_MATH_GRADER_SANDBOX``: ``0`` never sandbox the graders, ``1`` always (a pool
     whose sandbox cannot start fails), unset: where it works."""
@@ -383,117 +179,6 @@ def _sandbox_setting() -> bool | None:
         raise ValueError(f"GEM_MATH_GRADER_SANDBOX={configured!r}: set it to 0, 1 or leave it unset")
     return None if not configured else configured == "1"
 
-
-def _helper_launch(args: list[str], env: dict[str, str]) -> tuple[Any, str]:
-    """gem-tools' launch of a sandboxed helper running ``python -s ARGS``, and the backend's
-    name; or None and why none can start here."""
-    try:
-        from gem_tools.sandbox import SandboxUnavailableError, resolve_backend
-        from gem_tools.sandbox.helper import helper_launch
-    except ImportError:
-        return None, f"gem-tools is not installed (install it {install_hint('gem-tools')})"
-    try:
-        backend = resolve_backend("auto").name
-        return helper_launch(args, backend=backend, env=env), backend
-    except (SandboxUnavailableError, OSError, ValueError) as exc:
-        return None, str(exc).split(". ")[0]
-
-
-class _Template:
-    """The fork-server process, started as ``python -m gem_envs_math.pool``: in gem-tools'
-    sandbox where one works (``sandbox=None``; ``True`` requires it, ``False`` never), so
-    that every worker forked from it is born in that isolation (no network, read-only
-    system and packages, a private ``/tmp``, an unprivileged uid), else as a plain process.
-
-    A plain subprocess rather than ``multiprocessing``: spawn and forkserver re-import the
-    parent's ``__main__``, which breaks user scripts without an ``if __name__`` guard, and
-    forking the caller is unsafe once threads run. The template itself runs no threads,
-    so forking it is safe. A sandboxed template dies with the thread that started it: the
-    pool's scheduler thread starts it.
-    """
-
-    def __init__(self, memory_mb: int | None, preload: Sequence[str], sandbox: bool | None = None) -> None:
-        #: where its workers run: ``"bwrap sandbox"`` or ``"unshare sandbox"``, or ``"unsandboxed"``
-        self.isolation = "unsandboxed"
-        #: why it runs so
-        self.why = "turned off: GEM_MATH_GRADER_SANDBOX=0 or GradingPool(sandbox=False)"
-        if sandbox is not False:
-            try:
-                self._start(memory_mb, preload, sandboxed=True)
-                return
-            except RuntimeError as exc:
-                if sandbox:
-                    raise
-                self.why = str(exc)
-        self._start(memory_mb, preload, sandboxed=False)
-
-    def _start(self, memory_mb: int | None, preload: Sequence[str], sandboxed: bool) -> None:
-        ours, theirs = socket.socketpair()
-        args = ["-m", "gem_envs_math.pool", str(theirs.fileno()), str(memory_mb or 0), *preload]
-        # one thread per worker: BLAS thread pools would only reserve address space
-        # (which the memory limit counts) for nothing
-        threads = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
-        popen: dict[str, Any] = {"env": {**os.environ, **threads}}
-        argv = [sys.executable, *args]
-        launch = None
-        if sandboxed:
-            launch, name = _helper_launch(args, threads)
-            if launch is None:
-                ours.close()
-                theirs.close()
-                raise RuntimeError(f"no sandbox for the grading workers: {name}")
-            argv = launch.argv
-            popen = {"env": launch.env, "cwd": launch.cwd, "user": launch.user, "group": launch.group,
-                     "extra_groups": [] if launch.user is not None else None}  # fmt: skip
-        try:
-            self.process = subprocess.Popen(argv, pass_fds=(*(launch.pass_fds if launch else ()), theirs.fileno()),
-                                            stdin=subprocess.DEVNULL, start_new_session=True, **popen)  # fmt: skip
-        finally:
-            theirs.close()
-            if launch is not None:
-                launch.close()
-        self.control = ours
-        poller = select.poll()  # not select.select: a busy process's fds run past FD_SETSIZE (1024)
-        poller.register(ours, select.POLLIN)
-        ready = bool(poller.poll(_START_TIMEOUT * 1000)) and ours.recv(len(_READY)) == _READY
-        if not ready:
-            try:
-                code = self.process.wait(timeout=5)  # it closed the socket: it is exiting
-            except subprocess.TimeoutExpired:
-                code = None
-            self.close()
-            why = f"exited with code {code} (its error is on stderr)" if code and code > 0 else "did not start in time"
-            where = f" in a sandbox ({name})" if sandboxed else ""
-            raise RuntimeError(f"a grading worker preloading {list(preload)}{where} {why}")
-        if sandboxed:
-            self.isolation, self.why = f"{name} sandbox", "forked from a grading template kept in the sandbox"
-
-    def fork(self) -> _Worker:
-        """A fresh worker (raises OSError if the template is gone)."""
-        ours, theirs = socket.socketpair()
-        try:
-            socket.send_fds(self.control, [b"f"], [theirs.fileno()])
-            self.control.settimeout(_FORK_TIMEOUT)  # a stopped template raises (TimeoutError is an OSError)
-            try:
-                reply, fds, _, _ = socket.recv_fds(self.control, 1, 1)
-            finally:
-                self.control.settimeout(None)
-            if not reply:
-                raise OSError("the grading template process exited")
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        return _Worker(fds[0] if fds else None, Connection(ours.detach()))
-
-    def close(self) -> None:
-        self.control.close()
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # its session: a sandbox's launcher and what it started
-        except (ProcessLookupError, PermissionError):
-            self.process.kill()
-        self.process.wait()
 
 
 # -- the scheduler ----------------------------------------------------------------------
@@ -513,7 +198,7 @@ class _Job:
         self.blocked = 0.0  # seconds of this attempt it ran neither on a CPU nor waiting for one
         #: (monotonic time, CPU seconds, seconds waited for a CPU) at its last sample
         self.mark: tuple[float, float, float | None] | None = None
-        self.worker: _Worker | None = None
+        self.worker: Worker | None = None
         self.fresh = True  # never evicted: may evict a paused job to get a process
         self.need_rss = 0  # bytes it held when evicted for memory: the room it needs to restart
         self.on_done = on_done
@@ -522,6 +207,10 @@ class _Job:
         # least CPU used first; among equals (jobs not yet started) the oldest first, so a
         # stream of newer answers cannot hold an older one back
         return (self.served, self.submitted)
+
+    def left(self) -> float:
+        """Seconds of its deadline this attempt has left: CPU it may still use, or as long asleep."""
+        return self.budget - max(self.spent, self.blocked)
 
     def restart(self) -> None:
         """Forget the current attempt (its worker was killed): the job runs again from scratch."""
@@ -540,7 +229,7 @@ class GradingPool:
     processes (running plus paused); ``memory_budget_mb`` bounds the workers' summed RSS
     (default ``GEM_MATH_GRADER_MEMORY_BUDGET_MB``, else :data:`DEFAULT_MEMORY_BUDGET_MB`
     or 256 MiB per worker if more; 0 for none). ``sandbox``: whether the workers are born
-    in gem-tools' sandbox (see :class:`_Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
+    in gem-tools' sandbox (see :class:`Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
     where it works); :meth:`isolation` says where they run. ``reuse_workers``: whether a
     worker takes another job after one (default: what :data:`POOL_KINDS` declares for this
     ``preload``, else never, so a job that runs the answer's code cannot touch another's grade).
@@ -582,12 +271,12 @@ class GradingPool:
         self._lock = threading.Lock()
         self._inbox: list[_Job] = []
         self._closed = False
-        self._template: _Template | None = None
+        self._template: Template | None = None
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         # owned by the scheduler thread
-        self._idle: list[_Worker] = []
+        self._idle: list[Worker] = []
         self._queued: list[_Job] = []  # holding no worker: never started, or evicted
         self._running: list[_Job] = []
         self._paused: list[_Job] = []
@@ -618,7 +307,7 @@ class GradingPool:
 
         def main() -> None:
             try:
-                self._template = _Template(self.memory_mb, self.preload, self.sandbox)
+                self._template = Template(self.memory_mb, self.preload, self.sandbox)
             except BaseException as exc:
                 failed.append(exc)
                 return
@@ -755,7 +444,7 @@ class GradingPool:
         may be paused for the job that waits; None (until woken) while nothing runs."""
         if not self._running:
             return None
-        waits = [SAMPLE, *(j.budget - max(j.spent, j.blocked) for j in self._running)]
+        waits = [SAMPLE, *(j.left() for j in self._running)]
         candidate = self._candidate()
         if candidate is not None and len(self._running) >= self.size:
             waits += [max(QUANTUM - j.slice, candidate.served - j.served) for j in self._running]
@@ -809,13 +498,13 @@ class GradingPool:
                 group.remove(job)
         job.on_done(Outcome(value, status, time.monotonic() - job.submitted))
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: Worker) -> None:
         """Kill ``worker``; one holding much memory is waited for (briefly), since until it
         is gone its memory is still taken and a worker forked meanwhile would add to it."""
         big = worker.rss > self._spare_rss + _RETAINED
         worker.kill(wait_s=_TEARDOWN_S if big else 0.0)
 
-    def _discard(self, worker: _Worker) -> None:
+    def _discard(self, worker: Worker) -> None:
         self._retire(worker)
         self.restarts += 1
 
@@ -831,9 +520,10 @@ class GradingPool:
         self.evictions += 1
 
     def _expire(self) -> None:
-        for job in [j for j in self._running if max(j.spent, j.blocked) >= j.budget]:
+        for job in [j for j in self._running if j.left() <= 0]:
             self._discard(job.worker)  # type: ignore[arg-type]
-            self._finish(job, TIMEOUT)
+            self._finish(job, TIMEOUT, f"{overran('grading', job.budget)} of its own CPU time (or slept as long); "
+                                       "its worker was killed and replaced")
 
     def _enforce_memory(self, headroom: int = 0) -> None:
         """Bring the workers' summed RSS within the budget, less ``headroom``: idle spares
@@ -863,7 +553,7 @@ class GradingPool:
             ok, value = _parse_reply(conn.recv_bytes(MAX_REPLY_BYTES))
         except (EOFError, OSError):  # OSError: also a reply over MAX_REPLY_BYTES
             self._discard(worker)
-            self._finish(job, CRASHED)
+            self._finish(job, CRASHED, _DIED)
             return
         except ValueError as exc:  # a malformed reply ends its worker and fails its job
             self._discard(worker)
@@ -887,7 +577,7 @@ class GradingPool:
             self._retire(worker)
         self._finish(job, "ok" if ok else "error", value)
 
-    def _spawn(self, restart: bool = True) -> _Worker | None:
+    def _spawn(self, restart: bool = True) -> Worker | None:
         """A fresh worker from the template; with ``restart``, a template that died is
         started again (slow, and only after something killed it). None if none can start."""
         assert self._template is not None
@@ -898,7 +588,7 @@ class GradingPool:
                 return None
             self._template.close()
             try:
-                self._template = _Template(self.memory_mb, self.preload, self.sandbox)
+                self._template = Template(self.memory_mb, self.preload, self.sandbox)
                 worker = self._template.fork()
             except (OSError, RuntimeError):
                 return None
@@ -945,7 +635,7 @@ class GradingPool:
                 worker.conn.send_bytes(job.payload)
             except OSError:
                 self._discard(worker)
-                job.on_done(Outcome(None, CRASHED, now - job.submitted))
+                job.on_done(Outcome(_DIED, CRASHED, now - job.submitted))
                 return
             job.worker = worker
             usage = worker.usage()
@@ -976,12 +666,12 @@ class GradingPool:
         for job in self._queued + self._running + self._paused:
             if job.worker is not None:
                 job.worker.kill()
-            job.on_done(Outcome(None, CRASHED, time.monotonic() - job.submitted))
+            job.on_done(Outcome(_CLOSED, CRASHED, time.monotonic() - job.submitted))
         self._queued, self._running, self._paused = [], [], []
         with self._lock:
             idle, self._idle = self._idle, []
             for job in self._inbox:
-                job.on_done(Outcome(None, CRASHED, time.monotonic() - job.submitted))
+                job.on_done(Outcome(_CLOSED, CRASHED, time.monotonic() - job.submitted))
             self._inbox.clear()
         for worker in idle:
             worker.kill(wait_s=1.0)
@@ -995,7 +685,8 @@ class GradingPool:
 
 def _verdict(outcome: Outcome) -> Verdict:
     status = {"ok": "graded", "error": "graded"}.get(outcome.status, outcome.status)
-    return Verdict(outcome.status == "ok" and bool(outcome.value), status, outcome.seconds)
+    # only JSON's true is "equivalent": a truthy reply of another type ("false", [0]) is not
+    return Verdict(outcome.status == "ok" and outcome.value is True, status, outcome.seconds)
 
 
 @dataclass(frozen=True)
@@ -1055,7 +746,3 @@ def _close_shared() -> None:
     if _shared_pid == os.getpid():
         for pool in _shared.values():
             pool.close()
-
-
-if __name__ == "__main__":
-    _template_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])
