@@ -184,3 +184,40 @@ def test_unpicklable_arguments_are_an_error_of_the_job(pool: GradingPool) -> Non
     outcome = pool.call("builtins:len", lambda: None)
     assert outcome.status == "error" and "cannot be sent" in outcome.value
     assert pool.compare("1", "1").correct
+
+
+def test_failures_carry_the_env_hosts_names_and_words(pool: GradingPool) -> None:
+    """A timed-out job and one whose worker died report what the env host reports for a call
+    that overran or lost its worker (issue 38: one vocabulary), and say so in their value."""
+    from gem.host.failures import STEP_TIMEOUT, WORKER_DIED
+
+    timed_out = pool.call("builtins:eval", "[0 for _ in iter(int, 1)]", timeout=0.3)
+    assert (timed_out.status, timed_out.failure) == ("timeout", STEP_TIMEOUT)
+    assert "grading did not return within 0.3 s of its own CPU time" in timed_out.value
+    died = pool.call("os:_exit", 3)
+    assert (died.status, died.failure) == ("crashed", WORKER_DIED) and "worker died" in died.value
+    assert pool.call("math:sqrt", 9.0).failure is None
+
+
+def test_a_truthy_reply_that_is_not_true_is_not_a_correct_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comparison is correct only when its worker replies JSON ``true``: a worker that replies
+    ``"false"`` (or any truthy non-bool, as a worker running the answer's code could) was read
+    as correct by ``bool(value)``."""
+    from gem_envs_math import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "_EQUIVALENT", "builtins:max")  # replies max("false", "1") == "false"
+    with GradingPool(workers=1, timeout=5.0, preload=()) as replies_text:
+        verdict = replies_text.compare("false", "1")
+        assert (verdict.correct, verdict.status) == (False, "graded")
+
+
+def test_the_template_runs_the_workers_module_and_the_reply_is_json(pool: GradingPool) -> None:
+    """The grading template is ``python -m gem_envs_math.workers`` (the worker lifecycle lives
+    there, the scheduler in pool.py), and what a worker sends back is read as JSON only."""
+    from gem_envs_math import workers
+
+    assert pool.compare("1", "1").correct  # the template runs
+    assert pool._template is not None and "gem_envs_math.workers" in pool._template.process.args
+    with pytest.raises(ValueError):
+        workers.parse_reply(b"\x80\x04K\x01.")  # a pickle of 1
+    assert workers.parse_reply(b"[true, 1]") == (True, 1)
