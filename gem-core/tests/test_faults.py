@@ -58,7 +58,7 @@ def test_a_run_records_a_fault_on_its_episode_and_the_others_finish(count_regist
     count_registry.register(STATELESS, "gem.testing.envs:StatelessFaultyEnv")
     # workers fork, so they know the ids registered here: a thread an earlier test left alive
     # (a daemon winding down) would otherwise make them start from a forkserver, which does not
-    monkeypatch.setattr("gem.runner_processes.default_start_method", lambda: "fork")
+    monkeypatch.setattr("gem.host.processes.default_start_method", lambda: "fork")
 
     async def act(observation, context):
         if context.index == 0 and context.turn == 0:

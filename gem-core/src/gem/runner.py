@@ -29,8 +29,8 @@ from gem.errors import EpisodeTimeoutError, StepTimeoutError
 from gem.executor import ThreadPool
 from gem.factory import EnvFactory
 from gem.fingerprint import safe_fingerprint
+from gem.host.processes import ProcessEnv, ProcessEnvs
 from gem.host.threads import Lease, ThreadHost
-from gem.runner_processes import ProcessEnv, ProcessEnvs
 
 Policy = Callable[[Any], Awaitable[str] | str]
 T = TypeVar("T")
@@ -182,7 +182,7 @@ async def run_episodes(
     be inside a blocking step at once while some threads still hand results back); see
     :mod:`gem.executor`. ``processes=N`` keeps the ``concurrency`` envs in N worker
     processes instead, each running its envs' calls concurrently in threads of its own
-    (:mod:`gem.runner_processes`): CPU-bound envs use every core, and hundreds of blocking
+    (:mod:`gem.host.processes`): CPU-bound envs use every core, and hundreds of blocking
     envs split their threads over N interpreter locks. A worker that dies or hangs past
     ``step_timeout`` is killed and restarted; the call that killed it fails and its other
     envs go on from their state (:mod:`gem.host.recovery`): only an env without one, or

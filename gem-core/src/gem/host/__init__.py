@@ -17,9 +17,13 @@ thread, a thread pool, a worker process, a Ray actor) and owns what can go wrong
   ``gem serve`` step through.
 - :mod:`gem.host.threads`: the envs of an async run in its thread pool: a call past the step
   timeout fails, and its env, which a thread may still be inside, is never reused.
+- :mod:`gem.host.worker`: the one worker process lifecycle (start, calls and answers, kill,
+  restart through :meth:`~gem.host.recovery.Recovery.rerun`, the one culprit rerun, which the
+  Ray backend's actors use too), running its calls one at a time (the vector process backend)
+  or side by side (:mod:`gem.host.processes`: the envs of a run with ``processes=N``).
 
 The vector backends (:mod:`gem.vector`), the runner (:mod:`gem.runner`, its worker
-processes in :mod:`gem.runner_processes`) and the multi-agent runner
+processes in :mod:`gem.host.processes`) and the multi-agent runner
 (:mod:`gem.multiagent.runner`) are built on it; ``gem-core/tests/test_faults.py`` runs
 each fault against each of them.
 """

@@ -15,11 +15,20 @@ episode end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from gem.host.calls import Call, Replayed
 from gem.host.failures import Failure, episode_lost, failure_info, timed_out, worker_died
+
+
+class Lost(Exception):
+    """A fresh worker died (``died`` says how) or hung past the step timeout (``None``; it
+    was killed) under ``call`` while :meth:`Recovery.rerun` ran it."""
+
+    def __init__(self, call: Call, died: str | None) -> None:
+        super().__init__(died)
+        self.call, self.died = call, died
 
 
 class Recovery:
@@ -153,3 +162,67 @@ class Recovery:
             obs, _, terminated, truncated, info = answer
             return obs, float("nan"), terminated, truncated, {**info, "episode_lost": reason}
         return self.failed(index, call, failure)
+
+    def one_at_a_time(self, run: Callable[[Call], tuple[Any, bytes | None]]) -> Callable[[Sequence[Call]], list[Any]]:
+        """An ``execute`` for :meth:`rerun`: the calls one after another through ``run`` (one
+        call on the fresh worker and its answer, raising :class:`Lost` if the worker dies or
+        hangs), each env whose episode was lost answered for instead."""
+
+        def execute(calls: Sequence[Call]) -> list[Any]:
+            answers = []
+            for call in calls:
+                if call[0] in self.lost:
+                    answers.append(self.after_loss(call[0], call))
+                else:
+                    answers.append(self.answered(call, run(call)))
+            return answers
+
+        return execute
+
+    def rerun(self, indices: Sequence[int], restart: Callable[[], Any], execute: Callable[[Sequence[Call]], list[Any]],
+              culprit: tuple[Hashable, Call] | None, suspects: Sequence[tuple[Hashable, Call]], died: str | None,
+              restarted: str = "restarted") -> dict[Hashable, Any]:
+        """The one culprit rerun, for every transport: a worker holding envs ``indices`` died
+        (``died`` says how) or hung (``None``; it was killed) owing calls, each ``(key, call)``.
+        If the call that did it is known (``culprit``: the one it hung in, or the first one
+        unanswered of a worker that runs its calls in order) it fails as :meth:`worker_lost`
+        says; otherwise (calls side by side, or replies a death can lose) every env goes back
+        to its state. Then ``suspects``, the other calls owed, run again one at a time, so that
+        a second death names its call. ``restart`` starts a fresh worker (and throws away the
+        dead one), ``execute`` runs calls on it one at a time (:meth:`one_at_a_time`); this
+        repeats until every call is answered: each attempt answers a call, names a culprit or
+        gives up an env. The answers, by key."""
+        suspects = list(suspects)
+        answers: dict[Hashable, Any] = {}
+        saved, self.execute = self.execute, execute
+        try:
+            for _ in range(len(suspects) + len(indices) + 2):
+                restart()
+                try:
+                    if culprit is not None:
+                        answers[culprit[0]] = self.worker_lost(indices, [culprit[1]], died, restarted)[culprit[1][0]]
+                        culprit = None
+                    else:
+                        how = f"while it ran {len(suspects)} calls" if suspects else "between calls"
+                        self.restore(indices, f"{died} {how}; it was {restarted}")
+                    while suspects:
+                        answers[suspects[0][0]] = self.execute([suspects[0][1]])[0]
+                        suspects.pop(0)
+                    return answers
+                except Lost as lost:
+                    if suspects and lost.call is suspects[0][1]:  # the call that killed it, named
+                        culprit = suspects.pop(0)
+                    elif culprit is not None and lost.call is culprit[1]:  # a reset on its fresh env killed it too
+                        index = culprit[1][0]
+                        answers[culprit[0]] = worker_died(index, self.env_ids[index],
+                                                          f"{lost.died or 'it hung'}; it was {restarted}")
+                        culprit = None
+                    else:  # restoring an env's state killed it: that env lost its episode
+                        index = lost.call[0]
+                        self.forget(index)
+                        self.lost[index] = (f"its state could not be restored (restoring it killed a fresh "
+                                            f"{self.worker})")
+                    died = lost.died
+            raise RuntimeError(f"the {self.worker} kept dying while its envs were being restored")
+        finally:
+            self.execute = saved

@@ -15,113 +15,25 @@ env without a state (``get_state`` not implemented), or whose replay answers oth
 than before (it is not deterministic given its state and action), or any env with it
 off, lost its episode; it says so on its next call (raised, or with ``on_error="reset"``
 as a truncated step with reward NaN and ``info["episode_lost"]``, never as an ordinary
-episode end).
+episode end). The workers are the host's (:class:`gem.host.worker.Worker`, running their
+calls one at a time in their main thread), restarted by its one rerun
+(:meth:`gem.host.recovery.Recovery.rerun`).
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import threading
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from typing import Any
 
 from gem.core import Env
-from gem.errors import VectorEnvError
-from gem.host.calls import Call, run_remote
+from gem.host.calls import Call
 from gem.host.deadlines import Deadlines
-from gem.host.failures import Failure
+from gem.host.worker import SlotArgs, Worker, default_start_method
 from gem.vector.base import VectorEnv
-from gem.vector.slot import AutoresetMode, Slot
 
-SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
-
-
-def default_start_method() -> str:
-    """``fork`` while this process has a single thread: it needs no ``__main__`` guard
-    and works with envs defined in a notebook or script. With other threads alive
-    (an inference engine, thread pools) forking is unsafe, so ``forkserver``."""
-    return "fork" if threading.active_count() == 1 and os.name == "posix" else "forkserver"
-
-
-def _poll(conn: Connection) -> bool:
-    try:
-        return conn.poll(0)
-    except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
-        return False
-
-
-def _recv(conn: Connection) -> tuple[str, Any] | None:
-    try:
-        return conn.recv()
-    except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
-        return None
-
-
-def _worker(conn: Connection, slot_args: list[SlotArgs], restore_siblings: bool) -> None:
-    slots: dict[int, Slot] = {}
-    try:
-        for index, fn, env_id, mode, on_error in slot_args:
-            try:
-                slots[index] = Slot(index, fn, env_id, AutoresetMode(mode), on_error)
-            except Exception as exc:
-                conn.send(("init_error", Failure.from_exc(index, env_id, exc)))
-                return
-        conn.send(("ready", None))
-        snapshot = restore_siblings and len(slots) > 1  # a lone env has no sibling whose death it outlives
-        while True:
-            message, payload = conn.recv()
-            if message == "close":
-                for slot in slots.values():
-                    slot.env.close()
-                conn.send(("closed", None))
-                return
-            for call in payload:  # one message per call: a death or a hang costs only the calls not yet answered
-                conn.send(("result", run_remote(slots[call[0]], call, snapshot)))
-    except (EOFError, KeyboardInterrupt, BrokenPipeError):
-        pass
-
-
-class _Worker:
-    def __init__(self, ctx: Any, slot_args: list[SlotArgs], restore_siblings: bool) -> None:
-        self.slot_args = slot_args
-        self.indices = [a[0] for a in slot_args]
-        parent, child = ctx.Pipe()
-        self.conn = parent
-        self.process = ctx.Process(target=_worker, args=(child, slot_args, restore_siblings), daemon=True,
-                                   name=f"gem-vector-{self.indices[0]}")
-        self.process.start()
-        child.close()
-
-    def recv(self) -> tuple[str, Any]:
-        """Wait for the worker's answer; ``("died", exitcode)`` if it dies meanwhile."""
-        while True:
-            try:
-                if self.conn.poll(0.5):
-                    return self.conn.recv()
-            except (EOFError, ConnectionResetError, BrokenPipeError):
-                pass
-            if not self.process.is_alive():
-                try:  # it may have answered just before exiting
-                    if self.conn.poll(0):
-                        return self.conn.recv()
-                except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
-                    pass
-                return ("died", self.process.exitcode)
-
-    def stop(self) -> None:
-        try:
-            self.conn.send(("close", None))
-            if self.conn.poll(5):
-                self.conn.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
-            pass
-        self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        self.conn.close()
+__all__ = ["ProcessVectorEnv", "SlotArgs", "default_start_method"]
 
 
 class ProcessVectorEnv(VectorEnv):
@@ -148,12 +60,12 @@ class ProcessVectorEnv(VectorEnv):
         self._method = self._start_method()
         workers = max(1, min(num_workers or os.cpu_count() or 1, self.num_envs))
         chunks = [list(range(self.num_envs))[w::workers] for w in range(workers)]
-        self._workers: list[_Worker] = []
-        self._owner: dict[int, _Worker] = {}
+        self._workers: list[Worker] = []
+        self._owner: dict[int, Worker] = {}
         try:
             for chunk in chunks:
                 args = [(i, env_fns[i], self.env_ids[i], self.autoreset_mode.value, self.on_error) for i in chunk]
-                self._start(args)
+                self._start(Worker(args, self._method, snapshots=restore_siblings, name="gem-vector"))
         except BaseException:
             self._close()
             raise
@@ -161,29 +73,10 @@ class ProcessVectorEnv(VectorEnv):
     def _start_method(self) -> str:
         return self._context if self._context is not None else default_start_method()
 
-    def _start(self, slot_args: list[SlotArgs]) -> _Worker:
-        method = self._method
-        worker = _Worker(mp.get_context(method), slot_args, self._restore_siblings)
-        kind, payload = worker.recv()
-        if kind != "ready":
-            worker.stop()
-            if isinstance(payload, Failure):
-                raise VectorEnvError(
-                    f"{payload.describe()} while being created in a worker process\n{payload.traceback}",
-                    payload.index,
-                    payload.env_id,
-                )
-            hint = ""
-            if method != "fork":
-                hint = (f" With the {method!r} start method, worker processes re-run your script's top level: "
-                        "put the code that makes process-backend envs under `if __name__ == '__main__':`.")
-            raise RuntimeError(
-                f"vector worker for envs {worker.indices} exited with code {payload} while starting.{hint}"
-            )
-        self._workers = [w for w in self._workers if w.indices != worker.indices] + [worker]
-        for i in worker.indices:
-            self._owner[i] = worker
-        return worker
+    def _start(self, worker: Worker) -> Worker:
+        self._workers.append(worker)
+        self._owner.update((i, worker) for i in worker.indices)
+        return worker.start()
 
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         results: dict[int, Any] = {}
@@ -194,14 +87,11 @@ class ProcessVectorEnv(VectorEnv):
                 results[index] = self.recovery.after_loss(index, call)
             else:
                 by_worker.setdefault(id(self._owner[index]), []).append(call)
-        waiting: dict[_Worker, list[Call]] = {}  # calls not yet answered, in the order the worker runs them
+        waiting: dict[Worker, list[Call]] = {}  # calls not yet answered, in the order the worker runs them
         for worker in list(self._workers):
             batch = by_worker.get(id(worker))
             if batch:
-                try:
-                    worker.conn.send(("exec", batch))
-                except (BrokenPipeError, ConnectionResetError, OSError):
-                    pass  # found dead below
+                worker.send([(c[0], c) for c in batch])  # a dead worker is found below
                 waiting[worker] = list(batch)
         deadlines = Deadlines(self.step_timeout)  # per worker: each call it runs gets step_timeout of its own
         for worker in waiting:
@@ -211,39 +101,38 @@ class ProcessVectorEnv(VectorEnv):
             for worker in list(waiting):
                 pending = waiting[worker]
                 if worker.conn in ready or worker.process.sentinel in ready:
-                    while pending and _poll(worker.conn):
-                        answer = _recv(worker.conn)
-                        if answer is None:
-                            break
+                    exited = worker.process.sentinel in ready
+                    answers, open_ = worker.answers(drain=exited)
+                    for _, answer in answers:
                         call = pending.pop(0)
-                        results[call[0]] = self.recovery.answered(call, answer[1])
+                        results[call[0]] = self.recovery.answered(call, answer)
                         deadlines.start(worker)
-                    if pending and not worker.process.is_alive():
-                        worker.process.join()
-                        reason = f"its worker process died (exit code {worker.process.exitcode})"
-                        self._lose_worker(worker, pending, results, reason)
+                    if pending and (exited or not open_):
+                        self._lose_worker(worker, pending, results, worker.died())
                         pending.clear()
                     if not pending:
                         del waiting[worker]
                         deadlines.stop(worker)
                         continue
                 if deadlines.overdue(worker):
-                    worker.process.kill()
-                    worker.process.join()
                     self._lose_worker(worker, pending, results, None)
                     del waiting[worker]
                     deadlines.stop(worker)
         return [results[c[0]] for c in calls]
 
-    def _lose_worker(self, worker: _Worker, pending: list[Call], results: dict[int, Any], reason: str | None) -> None:
-        """A worker died (``reason``) or hung (``None``) while running ``pending[0]``: start a
-        fresh one; that call fails, the worker's other envs go on in the fresh one
-        (:meth:`~gem.host.recovery.Recovery.worker_lost`)."""
-        worker.conn.close()
-        self._start(worker.slot_args)
-        results.update(self.recovery.worker_lost(worker.indices, pending, reason))
+    def _lose_worker(self, worker: Worker, pending: list[Call], results: dict[int, Any], died: str | None) -> None:
+        """A worker died (``died``) or hung (``None``) while running ``pending[0]`` (it runs its
+        calls in order): a fresh one takes its place; that call fails, the worker's other envs
+        go on in the fresh one and its later calls run there
+        (:meth:`~gem.host.recovery.Recovery.rerun`)."""
+        worker.kill()
+        execute = self.recovery.one_at_a_time(lambda call: worker.execute(call, self.step_timeout))
+        results.update(self.recovery.rerun(worker.indices, worker.start, execute,
+                                           (pending[0][0], pending[0]), [(c[0], c) for c in pending[1:]], died))
 
     def _close(self) -> None:
-        for worker in getattr(self, "_workers", []):
+        workers, self._workers = getattr(self, "_workers", []), []
+        for worker in workers:
+            worker.ask_to_close()
+        for worker in workers:
             worker.stop()
-        self._workers = []

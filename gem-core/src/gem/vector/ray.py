@@ -39,8 +39,9 @@ from gem.errors import VectorEnvError
 from gem.host.calls import Call, run_remote
 from gem.host.deadlines import Deadlines
 from gem.host.failures import Failure
+from gem.host.recovery import Lost
+from gem.host.worker import SlotArgs
 from gem.vector.base import VectorEnv
-from gem.vector.process import SlotArgs
 from gem.vector.slot import AutoresetMode, Slot
 
 
@@ -171,42 +172,30 @@ class RayVectorEnv(VectorEnv):
         return [results[c[0]] for c in calls]
 
     def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
-                    reason: str | None, known: bool = False) -> None:
-        """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: replace it;
-        that call fails, the actor's other envs go on in the new one
-        (:meth:`~gem.host.recovery.Recovery.worker_lost`). A death does not say which call, if
-        any, caused it (the actor can be killed from outside between two calls, and ``ray.kill``
-        lands when it lands), so unless ``known`` the calls run again first (:meth:`_rerun`)."""
-        if reason is not None and not known:
-            self._rerun(position, [call for call, _ in pending], results, reason)
-            return
-        self._replace(position)
-        results.update(self.recovery.worker_lost(self._actors[position].indices, [c for c, _ in pending], reason,
-                                                 restarted="replaced"))
+                    reason: str | None) -> None:
+        """An actor died (``reason``) or hung (``None``) while running ``pending[0]``: a new
+        actor takes its place and answers the calls by the host's one rerun
+        (:meth:`~gem.host.recovery.Recovery.rerun`). The call it hung in fails; a death does
+        not say which call, if any, caused it (its replies to calls it finished can be lost
+        with it, and ``ray.kill`` from outside lands when it lands), so then every env goes back
+        to its last snapshot (the replies lost were never recorded, so no call is replayed
+        twice) and the calls run again there one at a time, so that a second death names its call."""
+        calls = [(call[0], call) for call, _ in pending]
+        culprit = calls.pop(0) if reason is None else None
+        execute = self.recovery.one_at_a_time(lambda call: self._run_alone(position, call))
+        results.update(self.recovery.rerun(self._actors[position].indices, lambda: self._replace(position), execute,
+                                           culprit, calls, reason, restarted="replaced"))
 
-    def _rerun(self, position: int, calls: list[Call], results: dict[int, Any], reason: str) -> None:
-        """An actor died with ``calls`` unanswered. Its replies to calls it finished can be lost with
-        it, so the first unanswered call need not be the one that killed it: every env of the actor
-        goes back to its last snapshot in a fresh actor (:meth:`~gem.host.recovery.Recovery.restore`;
-        the replies lost were never recorded, so the calls are not replayed twice) and the calls
-        run again there one at a time, so that a second death names its call."""
-        self._replace(position)
-        self.recovery.restore(self._actors[position].indices, f"{reason}; it was replaced")
-        for k, call in enumerate(calls):
-            if call[0] in self.recovery.lost:
-                results[call[0]] = self.recovery.after_loss(call[0], call)
-                continue
-            ref = self._actors[position].handle.execute.remote([call])
-            rest: list[tuple[Call, Any]] = [(call, ref), *((c, None) for c in calls[k + 1:])]
-            try:
-                ready, _ = ray.wait([ref], num_returns=1, timeout=self.step_timeout)
-                if not ready:
-                    self._lose_actor(position, rest, results, None)
-                    return
-                results[call[0]] = self.recovery.answered(call, ray.get(ref)[0])
-            except RayActorError as exc:
-                self._lose_actor(position, rest, results, f"its Ray actor died ({type(exc).__name__})", known=True)
-                return
+    def _run_alone(self, position: int, call: Call) -> tuple[Any, bytes | None]:
+        """One call on the (fresh) actor, waiting at most the step timeout for it."""
+        ref = self._actors[position].handle.execute.remote([call])
+        try:
+            ready, _ = ray.wait([ref], num_returns=1, timeout=self.step_timeout)
+            if not ready:
+                raise Lost(call, None)
+            return ray.get(ref)[0]
+        except RayActorError as exc:
+            raise Lost(call, f"its Ray actor died ({type(exc).__name__})") from None
 
     def _replace(self, position: int) -> None:
         """Start a new actor with fresh envs in place of a dead one."""
