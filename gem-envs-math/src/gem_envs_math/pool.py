@@ -180,7 +180,6 @@ def _sandbox_setting() -> bool | None:
     return None if not configured else configured == "1"
 
 
-
 # -- the scheduler ----------------------------------------------------------------------
 class _Job:
     __slots__ = (
@@ -229,7 +228,7 @@ class GradingPool:
     processes (running plus paused); ``memory_budget_mb`` bounds the workers' summed RSS
     (default ``GEM_MATH_GRADER_MEMORY_BUDGET_MB``, else :data:`DEFAULT_MEMORY_BUDGET_MB`
     or 256 MiB per worker if more; 0 for none). ``sandbox``: whether the workers are born
-    in gem-tools' sandbox (see :class:`Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
+    in gem-tools' sandbox (see :class:`~gem_envs_math.workers.Template`; default ``GEM_MATH_GRADER_SANDBOX``, else
     where it works); :meth:`isolation` says where they run. ``reuse_workers``: whether a
     worker takes another job after one (default: what :data:`POOL_KINDS` declares for this
     ``preload``, else never, so a job that runs the answer's code cannot touch another's grade).
