@@ -66,3 +66,20 @@ def test_importing_a_submodule_from_outside_its_package_runs_the_packages_init(t
     assert edges["demo.sub.more"] == {"demo.sub.rows"}
     assert circles(edges) == [["demo.plugins", "demo.sub"]]
     assert circles(import_graph(tmp_path, "demo", parents=False)[0]) == []
+
+
+def test_the_kernels_modules_never_import_gem_compat() -> None:
+    """compat reaches the kernel's types through gem.extend alone (issue 38): before, gem.core took its metaclass
+    from gem.compat.ctor_seed, VectorEnv.reset called gem.compat.shims, the plugin catalog held gem.compat's row
+    registry and gem._builtin imported gem.compat.table. Allowed: gem.compat itself, ``gem/__init__`` (the
+    facade, which composes the kernel with compat) and the small files standing at the reference's module paths
+    (which are compat's: they call gem.compat.become_reference)."""
+    edges, _ = import_graph(SRC, "gem", parents=False)
+    files = {m: SRC.joinpath(*m.split(".")) for m in edges}
+    files = {m: p / "__init__.py" if p.is_dir() else p.with_suffix(".py") for m, p in files.items()}
+    stubs = {m for m, path in files.items() if "become_reference(" in path.read_text()}
+    assert {"gem.envs", "gem.vector.vector_env"} <= stubs
+    compat = {m for m in edges if m == "gem.compat" or m.startswith("gem.compat.")}
+    importers = {m: sorted(t & compat) for m, t in edges.items() if t & compat}
+    kernel = {m: t for m, t in importers.items() if m not in compat | stubs | {"gem"}}
+    assert not kernel, f"kernel modules importing gem.compat (use gem.extend's points): {kernel}"

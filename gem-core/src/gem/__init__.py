@@ -13,7 +13,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from gem import compat, errors  # noqa: F401  (gem.compat: the reference package's paths and conventions)
+# gem.compat (the reference package's paths and conventions) sets its gem.extend points when imported: the one
+# place the kernel and compat meet (no kernel module imports it)
+from gem import compat, errors  # noqa: F401
 from gem._version import __version__
 from gem.core import Env, EnvWrapper, Wrapper
 from gem.hookspecs import hookimpl

@@ -1,11 +1,11 @@
 """gem-core's own plugin: registers its wrappers and CLI commands through the same
-hooks as every other plugin."""
+hooks as every other plugin (and, as part of it, the rows of the reference paths: :mod:`gem.compat`
+adds its hook and gem-core's implementation through :func:`gem.extend.add_catalog_hook`)."""
 
 from __future__ import annotations
 
 import functools
 
-from gem.compat.table import CORE_ROWS
 from gem.hookspecs import hookimpl
 from gem.wrappers.episode import EncapsulateWrapper, EpisodeTrackingWrapper
 from gem.wrappers.history import HistoryWrapper
@@ -20,12 +20,6 @@ def gem_register_wrappers(registry):
     registry.register("episode_tracking", EpisodeTrackingWrapper)
     registry.register("answer_boxed", functools.partial(EncapsulateWrapper, prefix="\\boxed{", suffix="}"))
     registry.register("answer_tags", functools.partial(EncapsulateWrapper, prefix="<answer>", suffix="</answer>"))
-
-
-@hookimpl
-def gem_register_compat(registry):
-    for path, row in CORE_ROWS.items():
-        registry.register(path, row)
 
 
 #: gem-core's own subcommands: name -> (function in gem.cli.commands, help); imported when run

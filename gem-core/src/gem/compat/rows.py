@@ -19,9 +19,25 @@ and what to install for each; :mod:`gem.compat` checks them when the path is imp
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from gem.compat.table import CORE_ROWS
 from gem.errors import RegistrationError
+from gem.hookspecs import hookimpl, hookspec
 from gem.registry import _Sourced
+
+
+@hookspec
+def gem_register_compat(registry: Any) -> None:
+    """Map the reference package's module paths to this package's objects:
+    ``registry.register("gem.envs.game_env.wordle", {"WordleEnv": "mysuite.wordle:WordleEnv"})``."""
+
+
+@hookimpl(specname="gem_register_compat")
+def register_core_rows(registry: Any) -> None:
+    """gem-core's own rows (:data:`gem.compat.table.CORE_ROWS`), registered as part of gem-core's plugin."""
+    for path, row in CORE_ROWS.items():
+        registry.register(path, row)
 
 
 class CompatRegistry(_Sourced):

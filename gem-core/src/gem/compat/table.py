@@ -3,8 +3,8 @@
 A script written for the reference GEM package (PyPI ``gem-llm``) imports names such as
 ``gem.envs.registration.make`` or ``gem.tools.python_code_tool.PythonCodeTool``. Each
 package maps the reference paths of the objects it holds through the
-``gem_register_compat`` hook (:mod:`gem.compat_rows`); these are gem-core's, registered by
-its own plugin. :mod:`gem.compat` turns the paths into modules on first import and resolves
+``gem_register_compat`` hook (:mod:`gem.compat.rows`); these are gem-core's, registered as
+part of gem-core's own plugin. :mod:`gem.compat` turns the paths into modules on first import and resolves
 each name on first access.
 
 Our own paths (``gem``, ``gem_envs_games``, ``gem_tools``, ...) are the primary API; the

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gem.compat.shims import per_env_kwargs
+from gem import extend
 from gem.core import Env
 from gem.errors import VectorEnvError
 from gem.host.calls import Call
@@ -78,12 +78,13 @@ class VectorEnv(ABC):
     ) -> tuple[list[Any], list[dict[str, Any]]]:
         """Reset envs (all, or ``indices``); env ``i`` gets ``seed + i`` for an int seed.
 
-        ``kwargs`` go to every env's ``reset``, except ``env{i}_kwargs={...}`` (the
-        reference's form, :func:`gem.compat.shims.per_env_kwargs`), which go to env ``i``
-        only: ``reset(env0_kwargs={"idx": 3})``.
+        ``kwargs`` go to every env's ``reset``, except those :data:`gem.extend.points.vector_reset_kwargs`
+        takes out for one env: the reference's ``env{i}_kwargs={...}`` (:func:`gem.compat.shims.per_env_kwargs`)
+        go to env ``i`` only: ``reset(env0_kwargs={"idx": 3})``.
         """
         indices = list(range(self.num_envs)) if indices is None else list(indices)
-        own = per_env_kwargs(kwargs, self.num_envs)
+        per_env = extend.points.vector_reset_kwargs
+        own = per_env(kwargs, self.num_envs) if per_env is not None else {}
         if seed is None and self._base_seed is not None:
             # the first reset uses make_vec's seed: seed + i, or one seed (or None) per env
             first, self._base_seed = self._base_seed, None
