@@ -212,32 +212,14 @@ async def run_episodes(
     and its episodes are done (a trainer keeps episodes in flight across its updates this way, cancelling
     the call when it stops).
     """
-    streaming = isinstance(seeds, Iterator)
-    if streaming and num_episodes is not None:
-        raise ValueError("num_episodes with an iterator of seeds: the iterator decides how many episodes")
-    seed_list = seeds if streaming else episode_seeds(num_episodes, seeds, concurrency, on_error,
-                                                      step_timeout=step_timeout, episode_timeout=episode_timeout)
-    if streaming:
-        episode_seeds(0, [], concurrency, on_error, step_timeout=step_timeout, episode_timeout=episode_timeout)
     make_env = EnvFactory(env, wrappers=wrappers or None, tokenizer=tokenizer)  # picklable: processes=N
     act, wants_context = _policy_fn(policy)
-    semaphore = asyncio.Semaphore(concurrency)
-    pool = ThreadPool(threads or concurrency + max(4, concurrency // 4))
-    host = ThreadHost(pool, step_timeout)
-    remote: ProcessEnvs | None = None
-    if processes is not None:
-        if processes < 1:
-            raise ValueError(f"processes must be >= 1, got {processes}")
-        slots = concurrency if streaming else min(concurrency, len(seed_list)) or 1
-        remote = ProcessEnvs(make_env, slots, processes, step_timeout, pool)
-        make_env = functools.partial(ProcessEnv, remote)
 
-    async def play(index: int, seed: int | None, traj: Trajectory, lease: Lease) -> None:
-        env_ = await host.lease(lease, make_env)
+    async def play(index: int, seed: int | None, traj: Trajectory, env_: Any, reset: Callable[..., Awaitable[Any]],
+                   step: Callable[..., Awaitable[Any]], remote: bool) -> None:
         traj.env_id = getattr(env_, "env_id", None)
-        traj.fingerprint = None if remote is not None else safe_fingerprint(env_)
-        obs, traj.initial_info = await host.bind(lease, "reset", remote is not None)(seed)
-        step = host.bind(lease, "step", remote is not None)
+        traj.fingerprint = None if remote else safe_fingerprint(env_)
+        obs, traj.initial_info = await reset(seed)
         while max_turns is None or len(traj.turns) < max_turns:
             t0 = time.perf_counter()
             # the policy is called here, not through a wrapper coroutine: this is every step's path
@@ -262,24 +244,77 @@ async def run_episodes(
                 break
         traj.final_observation = obs
 
-    async def episode(index: int, seed: int | None) -> Trajectory:
+    return await play_episodes(make_env, play, lambda index, seed: Trajectory(None, seed, index), seeds,
+                               num_episodes=num_episodes, concurrency=concurrency, on_error=on_error,
+                               on_record=on_trajectory, step_timeout=step_timeout, episode_timeout=episode_timeout,
+                               threads=threads, processes=processes, gc_threshold=gc_threshold)
+
+
+R = TypeVar("R")
+#: ``await play(index, seed, record, env, reset, step, remote)``: one episode on a leased env,
+#: filling in its record; ``reset``/``step`` are the env's calls under the run's step timeout,
+#: ``remote`` says the env is in a worker process (:mod:`gem.host.processes`)
+Play = Callable[[int, "int | None", Any, Any, Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]], bool],
+                Awaitable[None]]
+
+
+async def play_episodes(make_env: Callable[[], Any], play: Play, new_record: Callable[[int, int | None], R],
+                        seeds: Iterable[int | None] | None, *, num_episodes: int | None = None, concurrency: int = 16,
+                        on_error: str = "raise", on_record: Callable[[R], Any] | None = None,
+                        step_timeout: float | None = None, episode_timeout: float | None = None,
+                        threads: int | None = None, processes: int | None = None,
+                        gc_threshold: int | None = GC_THRESHOLD, reuse: bool = True) -> list[R]:
+    """The orchestration of every runner (:func:`run_episodes`, :func:`gem.multiagent.run_multiagent_episodes`):
+    ``concurrency`` episodes at a time, each on an env leased from the run's thread host or
+    worker processes (``processes``), bounded by ``episode_timeout``, its error raised or
+    recorded (``on_error``) on the record ``new_record(index, seed)`` makes, which ``play``
+    fills in and ``on_record`` gets as it finishes. ``reuse``: envs serve later episodes
+    (else each is closed when its episode ends). See :func:`run_episodes` for the rest."""
+    streaming = isinstance(seeds, Iterator)
+    if streaming and num_episodes is not None:
+        raise ValueError("num_episodes with an iterator of seeds: the iterator decides how many episodes")
+    seed_list = seeds if streaming else episode_seeds(num_episodes, seeds, concurrency, on_error,
+                                                      step_timeout=step_timeout, episode_timeout=episode_timeout)
+    if streaming:
+        episode_seeds(0, [], concurrency, on_error, step_timeout=step_timeout, episode_timeout=episode_timeout)
+    semaphore = asyncio.Semaphore(concurrency)
+    pool = ThreadPool(threads or concurrency + max(4, concurrency // 4))
+    host = ThreadHost(pool, step_timeout, reuse)
+    remote: ProcessEnvs | None = None
+    if processes is not None:
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        slots = concurrency if streaming else min(concurrency, len(seed_list)) or 1
+        try:
+            remote = ProcessEnvs(make_env, slots, processes, step_timeout, pool)
+        except BaseException:
+            pool.close()
+            raise
+        make_env = functools.partial(ProcessEnv, remote)
+
+    async def leased(index: int, seed: int | None, record: R, lease: Lease) -> None:
+        env_ = await host.lease(lease, make_env)
+        await play(index, seed, record, env_, host.bind(lease, "reset", remote is not None),
+                   host.bind(lease, "step", remote is not None), remote is not None)
+
+    async def episode(index: int, seed: int | None) -> R:
         async with semaphore:
-            traj = Trajectory(None, seed, index)
+            record = new_record(index, seed)
             lease = Lease()
             start = time.perf_counter()
             try:
-                playing = play(index, seed, traj, lease)
+                playing = leased(index, seed, record, lease)
                 await (playing if episode_timeout is None else within(episode_timeout, playing))
             except Exception as exc:
                 if on_error == "raise":
                     raise
-                traj.error = f"{type(exc).__name__}: {exc}"
+                record.error = f"{type(exc).__name__}: {exc}"  # type: ignore[attr-defined]
             finally:
-                traj.seconds = time.perf_counter() - start
+                record.seconds = time.perf_counter() - start  # type: ignore[attr-defined]
                 host.release(lease)
-            if on_trajectory is not None:
-                on_trajectory(traj)
-            return traj
+            if on_record is not None:
+                on_record(record)
+            return record
 
     tasks: set[asyncio.Future] | list[asyncio.Future]
     with pool.installed():  # tasks copy the context they are created in

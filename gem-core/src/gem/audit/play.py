@@ -42,7 +42,7 @@ class _Failed(Exception):
         self.cause = cause
 
 
-class _Worker:
+class _EnvThread:
     """One long-lived daemon thread that makes every call of one env instance, joined with a timeout.
 
     Not a fresh thread per call: a sandbox may tie the processes it forks to the thread that forked them
@@ -112,7 +112,7 @@ def _answers(env: Any) -> tuple[str | None, str | None]:
 class _Player:
     def __init__(self, env_id: str, make: Callable[[], Any], step_timeout: float) -> None:
         self.env_id, self.make, self.timeout = env_id, make, step_timeout
-        self.worker = _Worker()
+        self.worker = _EnvThread()
         try:
             self.env = self.worker.call(make, max(step_timeout, 120.0))
         except _Failed:
@@ -150,7 +150,7 @@ class _Player:
             self.errors.append(f"seed {seed}: {exc}")
             if "within" in str(exc):  # the old instance is stuck in its thread: a new thread, a new instance
                 self.worker.stop()  # the stuck thread ends once its call returns, if ever
-                self.worker = _Worker()
+                self.worker = _EnvThread()
                 self.env = self.worker.call(self.make, max(self.timeout, 120.0))
             return failure_reward(getattr(env, "reward_range", UNBOUNDED))
         return total

@@ -6,8 +6,10 @@ episodes take it unchanged. A reward an agent receives while another agent moves
 loser's reward when the winner completes a line) is added to that agent's latest turn,
 the move that led to it; the agent's trajectory ends when the game says it ends.
 
-Episodes run concurrently like :func:`gem.runner.run_episodes`; inside an episode the
-agents of a parallel (simultaneous-move) step are asked at the same time.
+Episodes run concurrently, orchestrated as :func:`gem.runner.run_episodes`' (its
+:func:`~gem.runner.play_episodes`: the same timeouts, errors, thread host and, with
+``processes=N``, the same worker processes); inside an episode the agents of a parallel
+(simultaneous-move) step are asked at the same time.
 
 >>> async def solver(observation):
 ...     return "\\\\boxed{5}"
@@ -19,15 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem.executor import ThreadPool
+from gem.executor import run_blocking
 from gem.fingerprint import safe_fingerprint
-from gem.host.threads import Lease, ThreadHost
 from gem.multiagent.env import MultiAgentEnv
-from gem.runner import EpisodeContext, Trajectory, Turn, _as_async, episode_seeds, within
+from gem.runner import EpisodeContext, Trajectory, Turn, _as_async, play_episodes
 
 
 @dataclass
@@ -67,14 +68,66 @@ def make_game(env_id: str, **kwargs: Any) -> MultiAgentEnv:
     return game
 
 
-def _factory(env: str | MultiAgentEnv | Callable[[], MultiAgentEnv]) -> Callable[[], MultiAgentEnv]:
-    if isinstance(env, str):
-        return lambda: make_game(env)
-    if isinstance(env, MultiAgentEnv):
-        return lambda: env.spawn()  # type: ignore[return-value]
-    if callable(env):
-        return env
-    raise TypeError(f"env must be an id, a MultiAgentEnv or a factory, got {type(env).__name__}")
+class Table:
+    """A game as a run plays it, in the run's threads or a worker process alike: its
+    ``reset`` and ``step`` answer, beside the game's own results, what the run asks of the
+    game between two steps (:meth:`view`), so that a game in a worker process needs no call
+    for it. ``step`` answers in the shape of an env's step, ``(answer, 0.0, done, False, {})``,
+    which the host's slots take as they take any env's (snapshots and replays included)."""
+
+    def __init__(self, game: MultiAgentEnv) -> None:
+        self.game = game
+        self.env_id = getattr(game, "env_id", None)
+
+    def view(self, observations: dict[str, Any]) -> dict[str, Any]:
+        """Whether the game is over, its agents, the active ones and what each of them is shown."""
+        game = self.game
+        active = [] if game.done else game.active_agents
+        return {"done": game.done, "agents": list(game.agents), "active": active,
+                "shown": {a: observations.get(a) or game.observe(a) for a in active}}
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        observations, infos = self.game.reset(seed=seed, **kwargs)
+        return (observations, infos, self.view(observations)), {}
+
+    def step(self, actions: dict[str, str]) -> tuple[tuple[Any, ...], float, bool, bool, dict[str, Any]]:
+        observations, rewards, terms, truncs, infos = self.game.step(actions)
+        view = self.view(observations)
+        return (observations, rewards, terms, truncs, infos, view), 0.0, view["done"], False, {}
+
+    async def areset(self, seed: int | None = None) -> Any:
+        return await run_blocking(self.reset, seed)
+
+    async def astep(self, actions: dict[str, str]) -> Any:
+        return await run_blocking(self.step, actions)
+
+    def get_state(self) -> Any:
+        return self.game.get_state()
+
+    def set_state(self, state: Any) -> None:
+        self.game.set_state(state)
+
+    def close(self) -> None:
+        self.game.close()
+
+
+@dataclass
+class GameFactory:
+    """Makes a :class:`Table` from ``env`` (an id, a game to copy or a factory); picklable where
+    ``env`` is, for games in worker processes."""
+
+    env: str | MultiAgentEnv | Callable[[], MultiAgentEnv]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env, (str, MultiAgentEnv)) and not callable(self.env):
+            raise TypeError(f"env must be an id, a MultiAgentEnv or a factory, got {type(self.env).__name__}")
+
+    def __call__(self) -> Table:
+        if isinstance(self.env, str):
+            return Table(make_game(self.env))
+        if isinstance(self.env, MultiAgentEnv):
+            return Table(self.env.spawn())  # type: ignore[arg-type]
+        return Table(self.env())
 
 
 async def run_multiagent_episodes(
@@ -88,6 +141,7 @@ async def run_multiagent_episodes(
     on_error: str = "raise",
     step_timeout: float | None = None,
     episode_timeout: float | None = None,
+    processes: int | None = None,
 ) -> list[MultiAgentTrajectory]:
     """Play episodes; returns one :class:`MultiAgentTrajectory` per episode, in order.
 
@@ -98,14 +152,13 @@ async def run_multiagent_episodes(
     two seats sharing one seeded sampler never share a draw. ``max_steps`` truncates
     games after that many env steps. ``step_timeout`` and ``episode_timeout`` bound each
     game ``reset``/``step`` and a whole game as in :func:`gem.runner.run_episodes` (a game
-    stuck in a call is never closed: a thread may still be inside it).
+    stuck in a call is never closed: a thread may still be inside it). ``processes=N`` keeps
+    the games in N worker processes, as :func:`gem.runner.run_episodes` does its envs (a
+    worker that dies or hangs is restarted; its other games go on from their state); ``env``
+    must then be an id or a picklable factory when the start method is not ``fork``.
     """
-    seed_list = episode_seeds(num_episodes, seeds, concurrency, on_error, step_timeout=step_timeout,
-                              episode_timeout=episode_timeout)
-    make = _factory(env)
     shared = None if isinstance(policies, dict) else _as_async(policies)
     table = {a: _as_async(p) for a, p in policies.items()} if isinstance(policies, dict) else {}
-    semaphore = asyncio.Semaphore(concurrency)
 
     def policy_for(agent: str) -> Any:
         if shared is not None:
@@ -114,16 +167,14 @@ async def run_multiagent_episodes(
             raise KeyError(f"no policy for agent {agent!r} (policies for: {sorted(table)})")
         return table[agent]
 
-    async def play(index: int, seed: int | None, record: MultiAgentTrajectory, lease: Lease) -> None:
-        game = await host.lease(lease, make)
-        record.env_id = game.env_id
-        record.fingerprint = safe_fingerprint(game)
-        observations, infos = await host.bind(lease, "reset")(seed)
-        step = host.bind(lease, "step")
+    async def play(index: int, seed: int | None, record: MultiAgentTrajectory, played: Table,
+                   reset: Callable[..., Awaitable[Any]], step: Callable[..., Awaitable[Any]], remote: bool) -> None:
+        record.env_id = played.env_id
+        record.fingerprint = None if remote else safe_fingerprint(played.game)
+        (observations, infos, view), _ = await reset(seed)
         calls = 0
-        while not game.done:
-            active = game.active_agents
-            shown = {a: observations.get(a) or game.observe(a) for a in active}
+        while not view["done"]:
+            active, shown = view["active"], view["shown"]
             contexts = [EpisodeContext(index, seed, calls + i, record.env_id) for i in range(len(active))]
             calls += len(active)
             answers = await asyncio.gather(
@@ -134,10 +185,10 @@ async def run_multiagent_episodes(
                 action, extra = answer if isinstance(answer, tuple) else (answer, {})
                 actions[agent], policy_infos[agent] = str(action), extra
             t0 = time.perf_counter()
-            observations, rewards, terms, truncs, step_infos = await step(actions)
+            (observations, rewards, terms, truncs, step_infos, view), *_ = await step(actions)
             step_s = time.perf_counter() - t0
             record.steps += 1
-            cut = max_steps is not None and record.steps >= max_steps and not game.done
+            cut = max_steps is not None and record.steps >= max_steps and not view["done"]
             for agent in active:
                 traj = record.agents.setdefault(agent, Trajectory(record.env_id, seed, index,
                                                                    infos.get(agent, {}),
@@ -150,35 +201,21 @@ async def run_multiagent_episodes(
                 if agent not in active and agent in step_infos:
                     last.info = {**last.info, **step_infos[agent]}
                 last.terminated |= bool(terms.get(agent, False))
-                last.truncated |= bool(truncs.get(agent, False)) or (cut and agent in game.agents)
+                last.truncated |= bool(truncs.get(agent, False)) or (cut and agent in view["agents"])
             if cut:
                 break
         for agent, traj in record.agents.items():
             traj.final_observation = observations.get(agent) if agent in observations else None
 
-    async def episode(index: int, seed: int | None) -> MultiAgentTrajectory:
-        async with semaphore:
-            record = MultiAgentTrajectory(None, seed, index)
-            start = time.perf_counter()
-            lease = Lease()
-            try:
-                playing = play(index, seed, record, lease)
-                await (playing if episode_timeout is None else within(episode_timeout, playing))
-            except Exception as exc:
-                if on_error == "raise":
-                    raise
-                record.error = f"{type(exc).__name__}: {exc}"
-            finally:
-                record.seconds = time.perf_counter() - start
-                host.release(lease)
-            for traj in record.agents.values():
-                traj.seconds, traj.error = record.seconds, record.error
-            return record
+    def finished(record: MultiAgentTrajectory) -> None:
+        for traj in record.agents.values():
+            traj.seconds, traj.error = record.seconds, record.error
 
-    # env calls run on a pool of this run's own, sized to its concurrency (as gem.runner's)
-    with ThreadPool(concurrency, name="gem-multiagent") as pool, pool.installed():
-        host = ThreadHost(pool, step_timeout, reuse=False)
-        return list(await asyncio.gather(*(episode(i, s) for i, s in enumerate(seed_list))))
+    # games are not reused across episodes: each is closed when its episode ends
+    return await play_episodes(GameFactory(env), play, lambda index, seed: MultiAgentTrajectory(None, seed, index),
+                               seeds, num_episodes=num_episodes, concurrency=concurrency, on_error=on_error,
+                               on_record=finished, step_timeout=step_timeout, episode_timeout=episode_timeout,
+                               processes=processes, reuse=False)
 
 
 def run(env: str | MultiAgentEnv | Callable[[], MultiAgentEnv], policies: Any, num_episodes: int | None = None,
