@@ -10,6 +10,8 @@ reported the fault, and how, and that the others went on with their real results
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import sys
 
 import pytest
@@ -92,8 +94,8 @@ def test_a_run_records_a_fault_on_its_episode_and_the_others_finish(count_regist
 
 
 class FaultyGame(MultiAgentEnv):
-    """Two agents take turns; an action "raise" raises, "hang" blocks (as FaultyEnv's);
-    the game ends after four moves."""
+    """Two agents take turns; an action "raise" raises, "hang" blocks (as FaultyEnv's), "die" kills
+    its process; the game ends after four moves."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -114,22 +116,44 @@ class FaultyGame(MultiAgentEnv):
             raise RuntimeError("FaultyGame was asked to raise")
         if action == "hang":
             FaultyEnv.hung.wait(3600)
+        if action == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
         self.moves += 1
         if self.moves >= 4:
             self.terminations = {name: True for name in self.agents}
         return {agent: self.observe(agent)}, {agent: 1.0}, self.terminations, self.truncations, {}
 
+    def game_state(self):
+        return {"moves": self.moves}
 
-@pytest.mark.parametrize("fault", IN_THIS_PROCESS)
-def test_a_multiagent_run_records_a_fault_on_its_game_and_the_others_finish(fault):
+    def load_game_state(self, state):
+        self.moves = state["moves"]
+
+
+@pytest.mark.parametrize("processes, fault", [(None, f) for f in IN_THIS_PROCESS] + [(1, f) for f in IN_WORKERS],
+                         ids=lambda v: {None: "threads", 1: "processes"}.get(v, v))
+def test_a_multiagent_run_records_a_fault_on_its_game_and_the_others_finish(processes, fault, monkeypatch):
+    """Games in the run's threads, and (``processes=``, which the multi-agent runner gains from the runner's
+    orchestration) in a worker process that also dies or is killed: the others go on from their state."""
+    monkeypatch.setattr("gem.host.processes.default_start_method", lambda: "fork")
+
     async def act(observation, context):
-        return ACTION[fault] if context.index == 0 and context.turn == 0 else "move"
+        if context.index == 0 and context.turn == 0:
+            if fault == "killed":
+                _kill_workers("gem-runner-")
+            return ACTION[fault]
+        return "move"
 
-    games = run_games(FaultyGame, act, seeds=range(5), concurrency=2, step_timeout=1.0, on_error="record")
+    games = run_games(FaultyGame, act, seeds=range(5), concurrency=2, step_timeout=1.0, on_error="record",
+                      processes=processes)
     if fault == "raise":
-        assert games[0].error == "RuntimeError: FaultyGame was asked to raise"
-    else:
+        assert "RuntimeError: FaultyGame was asked to raise" in games[0].error
+    elif fault == "hang":
         assert games[0].error.startswith("StepTimeoutError")
+    elif fault == "exit":
+        assert "WorkerDied" in games[0].error
+    else:  # killed between its calls: its move, if the only call sent to the dead worker, is blamed
+        assert games[0].error is None or "WorkerDied" in games[0].error
     assert [g.error for g in games[1:]] == [None] * 4
     assert all(g.steps == 4 and g.returns == {"a": 2.0, "b": 2.0} for g in games[1:])
 

@@ -180,3 +180,30 @@ def test_runner_one_policy_per_agent_and_self_play():
 
     (failed,) = run(lambda: Counter(num_agents=2), broken, seeds=[0], on_error="record")
     assert "policy down" in failed.error
+
+
+def test_self_play_in_worker_processes_plays_as_in_threads(monkeypatch):
+    """``processes=`` (new): one shared policy plays both seats of games kept in two worker
+    processes, and every game, agent and turn comes out as it does with the games in threads."""
+    import functools
+    import multiprocessing
+
+    monkeypatch.setattr("gem.host.processes.default_start_method", lambda: "fork")
+    workers = set()
+
+    async def shared(obs, context):
+        workers.update(c.name for c in multiprocessing.active_children() if c.name.startswith("gem-runner-"))
+        return ["good", "bad", "meh"][(context.index + context.turn) % 3]
+
+    game = functools.partial(Counter, num_agents=2, mode="parallel", max_steps=4)
+    here = run(game, shared, seeds=range(6), concurrency=3)
+    assert not workers
+    there = run(game, shared, seeds=range(6), concurrency=3, processes=2)
+    assert len(workers) == 2
+
+    def played(games):
+        return [(g.error, g.steps, {a: [(t.observation, t.action, t.reward, t.terminated, t.truncated)
+                                        for t in traj.turns] for a, traj in g.agents.items()}) for g in games]
+
+    assert played(there) == played(here)
+    assert all(g.error is None and all(t.done for t in g.agents.values()) for g in there)

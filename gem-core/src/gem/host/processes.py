@@ -275,6 +275,7 @@ class ProcessEnv:
     """One env slot of :class:`ProcessEnvs`, with the async half of the Env API the runner uses."""
 
     def __init__(self, envs: ProcessEnvs) -> None:
+        self.envs = envs
         self.worker, self.index = envs.free.popleft()
         self.env_id = envs.env_id
         #: ``await astep(action)``: the worker's call itself, no coroutine around it (every step's path)
@@ -284,4 +285,6 @@ class ProcessEnv:
         return await self.worker.call(self.index, "reset", seed, {})
 
     def close(self) -> None:
-        """The slot's env closes with the others, in :meth:`ProcessEnvs.close`."""
+        """The episode is over and its run keeps no envs between episodes: the slot serves the next
+        one (its env, reset, closes with the others in :meth:`ProcessEnvs.close`)."""
+        self.envs.free.append((self.worker, self.index))
