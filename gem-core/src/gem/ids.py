@@ -14,6 +14,10 @@ _ID = re.compile(
     r"(?:-(?P<variant>[A-Za-z0-9_.+-]+))?$"
 )
 
+# The tables below are the fallback for suites that are not installed (an id of one says what to
+# install): an installed suite says what it provides through the gem_register_provides hook
+# (gem.provides), and its word wins.
+
 #: which distribution provides each suite prefix of the reference package
 SUITE_PACKAGES = {
     "game": "gem-envs-games",
@@ -96,7 +100,8 @@ def parse_env_id(env_id: str) -> EnvId:
 
 
 def package_for(env_id: str) -> str | None:
-    """The distribution that provides ``env_id`` in a full install, if known."""
+    """The distribution that provides ``env_id`` in a full install, if the fallback tables know
+    (:meth:`gem.provides.ProvidesRegistry.package_for` asks the installed suites first)."""
     suite, _, name = env_id.partition(":")
     if suite == "eval":
         return EVAL_PACKAGES.get(name.split("-")[0])

@@ -32,6 +32,7 @@ import pluggy
 from gem import extend, hookspecs
 from gem.data_packages import DataRegistry
 from gem.errors import PluginError
+from gem.provides import ProvidesRegistry
 from gem.registry import EnvRegistry, NamedRegistry
 
 ENTRY_POINT_GROUP = "gem"
@@ -68,10 +69,15 @@ class Catalog:
     wrappers: NamedRegistry = field(default_factory=lambda: NamedRegistry("wrapper"))
     commands: NamedRegistry = field(default_factory=lambda: NamedRegistry("command"))
     data: DataRegistry = field(default_factory=DataRegistry)
+    provides: ProvidesRegistry = field(default_factory=ProvidesRegistry)
     plugins: list[PluginInfo] = field(default_factory=list)
     #: the registries of the hooks layers added (:func:`gem.extend.add_catalog_hook`), by field
     extensions: dict[str, Any] = field(
         default_factory=lambda: {hook.field: hook.new_registry() for hook in extend.catalog_hooks()})
+
+    def __post_init__(self) -> None:
+        # an unknown id's message names the suite's distribution: the installed suites' word first
+        self.envs.provides = self.provides
 
     def registry_for(self, hook: str) -> Any:
         """The registry a hook fills (:func:`gem.hookspecs.catalog_field`)."""

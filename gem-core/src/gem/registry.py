@@ -255,6 +255,9 @@ class EnvRegistry(_Sourced):
         #: ``(plugin name, distribution, error)`` of each gem plugin that failed to load (set by
         #: :mod:`gem.plugins`): an id of an unregistered suite names them, since one may be its provider
         self.failed_plugins: list[tuple[str, str, str]] = []
+        #: which distribution provides which suite (a :class:`gem.provides.ProvidesRegistry`, set by
+        #: :mod:`gem.plugins`: what the installed suites say, then the fallback table); None: the table only
+        self.provides: Any = None
         self._lock = threading.RLock()
 
     def register(
@@ -330,7 +333,7 @@ class EnvRegistry(_Sourced):
         if family is not None:
             return family
         hint = did_you_mean(env_id, list(self._specs))
-        package = package_for(env_id)
+        package = self.provides.package_for(env_id) if self.provides is not None else package_for(env_id)
         suite = env_id.split(":")[0]
         if self.failed_plugins and not any(i.split(":")[0] == suite for i in self._specs):
             failed = "; ".join(f"{name!r} ({dist}): {error}" for name, dist, error in self.failed_plugins)

@@ -53,3 +53,11 @@ def gem_register_data(registry: Any) -> None:
 def gem_register_compat(registry: Any) -> None:
     # the reference package's module path of the code env (gem.compat)
     registry.register("gem.envs.code_env", {"CodeEnv": "gem_envs_code.env:CodeEnv"})
+
+
+@gem.hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this suite provides (gem.provides)
+    registry.suite("code")
+    registry.evals(i.removeprefix("eval:") for i in [*HUB_IDS, *OFFLINE_IDS] if i.startswith("eval:"))
+    registry.reference_path("gem.envs.code_env")

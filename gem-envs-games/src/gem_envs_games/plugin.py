@@ -55,3 +55,10 @@ _REFERENCE_PATHS = {
 def gem_register_compat(registry):
     for path, target in _REFERENCE_PATHS.items():
         registry.register(f"gem.envs.game_env.{path}", {target.rpartition(":")[2]: f"gem_envs_games.{target}"})
+
+
+@gem.hookimpl
+def gem_register_provides(registry):
+    # what an install without this suite is told to pip install for (gem.provides)
+    registry.suite("game")
+    registry.reference_path("gem.envs.game_env")

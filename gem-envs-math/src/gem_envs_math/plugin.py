@@ -108,3 +108,14 @@ def gem_register_compat(registry: Any) -> None:
         "grade": "gem_envs_math.reference_api:grade",
         "boxed_reward_fn": "gem_envs_math.reference_api:boxed_reward_fn",
     })
+
+
+@gem.hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this suite provides, and the extra each part needs (gem.provides)
+    registry.suite("math")
+    registry.suite("rg", extra="reasoning-gym")
+    registry.evals(i.removeprefix("eval:") for i in [*HUB_IDS, *OFFLINE_IDS] if i.startswith("eval:"))
+    registry.reference_path("gem.envs.math_env")
+    registry.reference_path("gem.envs.reasoning_gym", extra="reasoning-gym")
+    registry.reference_path("gem.utils.math_grader")

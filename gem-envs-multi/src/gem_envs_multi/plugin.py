@@ -30,3 +30,9 @@ def gem_register_envs(registry):
                       seat="listener")
     registry.register("multi:Bargaining-v0-second", OPPONENT_ENV, game=GAMES["multi:Bargaining-v0"],
                       seat="player_1")
+
+
+@gem.hookimpl
+def gem_register_provides(registry):
+    # what this suite provides (gem.provides)
+    registry.suite("multi")

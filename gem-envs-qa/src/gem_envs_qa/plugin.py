@@ -100,3 +100,15 @@ def gem_register_compat(registry: Any) -> None:
     registry.register("gem.envs.qa_env", {"QaEnv": "gem_envs_qa.env:QaEnv"})
     registry.register("gem.utils.qa_em", {"normalize_answer": "gem_envs_qa.metrics:normalize_answer",
                                           "em_check": "gem_envs_qa.metrics:exact_match"})
+
+
+@gem.hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this suite provides (gem.provides)
+    for suite in ("qa", "logic", "webshop"):
+        registry.suite(suite)
+    registry.evals(i.removeprefix("eval:") for i in [*HUB_IDS, *OFFLINE_IDS] if i.startswith("eval:"))
+    registry.command("qa-recall")
+    registry.command("qa-corpus")
+    registry.reference_path("gem.envs.qa_env")
+    registry.reference_path("gem.utils.qa_em")

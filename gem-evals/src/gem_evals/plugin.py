@@ -30,3 +30,10 @@ def gem_register_compat(registry: Any) -> None:
     registry.register("gem.eval", "gem_evals")
     for name in MODULES:
         registry.register(f"gem.eval.{name}", f"gem_evals.{name}")
+
+
+@gem.hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this package provides (gem.provides)
+    registry.command("eval")
+    registry.reference_path("gem.eval")

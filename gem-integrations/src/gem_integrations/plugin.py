@@ -47,6 +47,14 @@ def gem_register_compat(registry: Any) -> None:
         registry.register(f"gem.integrations.{name}", f"gem_integrations.{name}", needs=needs)
 
 
+@hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this package provides, and the extra each part needs (gem.provides)
+    registry.suite("vf", extra="verifiers")
+    registry.command("serve")
+    registry.reference_path("gem.integrations")
+
+
 def serve(argv: list[str]) -> int:
     """``gem serve``: without OpenEnv, one line saying how to install it (``--help`` too, since
     the options are of no use until the extra is installed)."""

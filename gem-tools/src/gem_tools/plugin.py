@@ -157,3 +157,12 @@ def gem_register_compat(registry: Any) -> None:
     registry.register("gem.tools.mcp_server.time_mcp", "gem_tools.mcp_servers.time_server",
                       needs={"mcp": "gem-tools[mcp]"})
     registry.register("gem.utils.sandbox", {"run_python": "gem_tools.reference_api:run_python"})
+
+
+@hookimpl
+def gem_register_provides(registry: Any) -> None:
+    # what this package provides (gem.provides)
+    registry.command("search-server")
+    registry.command("sandbox")
+    registry.reference_path("gem.tools")
+    registry.reference_path("gem.utils.sandbox")

@@ -8,7 +8,6 @@ import sys
 
 from gem._version import __version__
 from gem.errors import GemError, did_you_mean, distribution_installed, install_hint
-from gem.ids import COMMAND_PACKAGES
 
 
 def _usage(commands: dict[str, str]) -> str:
@@ -37,8 +36,11 @@ def _not_loaded(distribution: str) -> str:
 
 
 def _provider_hint(name: str) -> str | None:
-    """One line for a command that a package not loaded here provides; None if none does."""
-    package = COMMAND_PACKAGES.get(name)
+    """One line for a command that a package not loaded here provides (the installed suites' word, then the
+    fallback table); None if none does."""
+    from gem.plugins import catalog
+
+    package = catalog().provides.command_package(name)
     if package is None:
         return None
     if not distribution_installed(package):
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if hint is not None:
             print(f"gem: {hint}", file=sys.stderr)
             return 2
-        close = did_you_mean(name, list(helps) + [c for c in COMMAND_PACKAGES if c not in helps])
+        close = did_you_mean(name, list(helps) + [c for c in catalog().provides.commands() if c not in helps])
         print(f"gem: unknown command {name!r}.{close}\n\n{_usage(helps)}", file=sys.stderr)
         return 2
     try:

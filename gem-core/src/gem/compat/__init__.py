@@ -18,8 +18,9 @@ packages above them) that nothing else provides, loading the plugins on the firs
 A module of names is synthesised empty; each name is looked up in its target when it is
 accessed (module ``__getattr__``), so importing a reference path costs nothing until it is
 used. A module that aliases a whole module of ours *is* that module. A path whose suite is
-not installed raises :class:`ImportError` saying what to ``pip install``
-(:data:`~gem.compat.table.PROVIDERS`).
+not installed raises :class:`ImportError` saying what to ``pip install`` (what the installed suites
+say through ``gem_register_provides``, :mod:`gem.provides`; for the others
+:data:`~gem.compat.table.PROVIDERS`).
 
 The shims that let the reference's calling conventions reach our objects live here too:
 :mod:`gem.compat.ctor_seed` (every env class takes the reference's ``seed=`` constructor
@@ -74,11 +75,12 @@ def rows() -> dict[str, dict[str, str] | str]:
 
 
 def provider(path: str) -> str | None:
-    """The distribution that maps ``path`` (or a path below it) in a full install."""
-    for prefix, distribution in PROVIDERS.items():
-        if path == prefix or path.startswith(prefix + ".") or prefix.startswith(path + "."):
-            return distribution
-    return None
+    """The distribution that maps ``path`` (or a path below it) in a full install: what an installed suite
+    says through ``gem_register_provides``, else the fallback table for suites not installed
+    (:data:`~gem.compat.table.PROVIDERS`)."""
+    from gem.plugins import installed
+
+    return installed().provides.path_provider(path, PROVIDERS)
 
 
 def _target_module(target: str) -> str:

@@ -79,7 +79,8 @@ CORE_ROWS: dict[str, dict[str, str] | str] = {
 }
 
 #: which distribution holds the reference paths below each prefix: what an import of one
-#: says to install while that distribution is absent (its own rows come with it)
+#: says to install while that distribution is absent (its own rows come with it). The fallback
+#: only: an installed suite says what it provides through ``gem_register_provides``, which wins
 PROVIDERS: dict[str, str] = {
     "gem.envs.game_env": "gem-envs-games",
     "gem.envs.math_env": "gem-envs-math",
