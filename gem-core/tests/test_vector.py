@@ -8,9 +8,9 @@ import pytest
 
 import gem
 from gem.errors import VectorEnvError
+from gem.host import slot as slot_module
 from gem.host.calls import run_remote
 from gem.testing.envs import CountEnv, DriftingEnv, SlowEnv
-from gem.vector import slot as slot_module
 from gem.vector.slot import NO_STATE, SNAPSHOT_BYTES, SNAPSHOT_CALLS, AutoresetMode, Slot
 
 BACKENDS = ["sync", "thread", "process"]

@@ -5,7 +5,7 @@ thread, a thread pool, a worker process, a Ray actor) and owns what can go wrong
   every backend reports: ``StepTimeout`` (a call overran its deadline), ``WorkerDied`` (the
   process or actor running it died and was restarted) and ``EpisodeLost`` (an env that did
   nothing wrong lost its episode with a sibling's worker).
-- :mod:`gem.host.calls`: executing one call on a :class:`~gem.vector.slot.Slot`, in place or
+- :mod:`gem.host.calls`: executing one call on a :class:`~gem.host.slot.Slot`, in place or
   in a worker, with the snapshot a worker sends back, and the replay that restores one.
 - :mod:`gem.host.deadlines`: the step-timeout clocks of the calls or workers in flight.
 - :mod:`gem.host.recovery`: restarts and lost-episode reports: after a worker dies or hangs,

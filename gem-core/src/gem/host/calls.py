@@ -3,7 +3,7 @@
 A call is ``(env index, method, args, kwargs)``; ``method`` is ``reset`` (args: seed,
 reset kwargs), ``step`` (args: the action), ``call`` (args: name, args, kwargs) or
 ``restore`` (args: a snapshot and the calls to replay after it). The slot is a
-:class:`~gem.vector.slot.Slot` (anything with its ``reset``/``step``/``call``/``restore``/
+:class:`~gem.host.slot.Slot` (anything with its ``reset``/``step``/``call``/``restore``/
 ``checkpoint``).
 """
 
@@ -41,7 +41,7 @@ def run_call(slot: Any, call: Call) -> Any:
 def run_remote(slot: Any, call: Call, snapshot: bool) -> tuple[Any, bytes | None]:
     """:func:`run_call` in a worker process or actor: the answer, and with ``snapshot`` (the
     worker holds other envs: if a call of one of them kills the worker, this env goes on in a
-    fresh one) what :meth:`~gem.vector.slot.Slot.checkpoint` says after the call; the caller
+    fresh one) what :meth:`~gem.host.slot.Slot.checkpoint` says after the call; the caller
     keeps it (:meth:`~gem.host.recovery.Recovery.answered`) and reads it only after a death."""
     if not snapshot:
         return run_call(slot, call), None

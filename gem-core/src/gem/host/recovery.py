@@ -1,7 +1,7 @@
 """Restarts and lost-episode reports for envs that live in workers (processes, Ray actors).
 
 A worker answers each call as soon as it is done, and a worker holding several envs sends,
-now and then, an env's snapshot with its answer (:meth:`~gem.vector.slot.Slot.checkpoint`).
+now and then, an env's snapshot with its answer (:meth:`~gem.host.slot.Slot.checkpoint`).
 :class:`Recovery` keeps the last snapshot of each env and the calls it answered since.
 When a worker dies or hangs past its deadline (it is killed) and a fresh one with fresh
 envs takes its place, the call it ran fails (:data:`~gem.host.failures.WORKER_DIED` /

@@ -2,7 +2,7 @@
 
 A :class:`Worker` starts a process (``fork`` while the caller has one thread, else
 ``forkserver``: :func:`default_start_method`) that builds its envs'
-:class:`~gem.vector.slot.Slot` objects and answers the calls it is sent, each the moment it
+:class:`~gem.host.slot.Slot` objects and answers the calls it is sent, each the moment it
 returns, with the env's snapshot when one is due (:func:`~gem.host.calls.run_remote`). With
 ``concurrency=1`` (the vector process backend) the worker runs its calls one after another
 in its main thread, where an env may install signal handlers, and the order of the answers
@@ -35,9 +35,11 @@ from typing import Any
 
 from gem.core import Env
 from gem.errors import VectorEnvError
+from gem.executor import ThreadPool
 from gem.host.calls import Call, run_remote
 from gem.host.failures import Failure
 from gem.host.recovery import Lost
+from gem.host.slot import AutoresetMode, Slot
 
 #: what a worker needs to build one env's slot: (env index, factory, env id, autoreset mode, on_error)
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
@@ -115,8 +117,6 @@ class Channel:
 # -- the worker's side ---------------------------------------------------------------------------
 def serve(sock: socket.socket, slot_args: list[SlotArgs], snapshots: bool, concurrency: int) -> None:
     """A worker process's main: build the envs, then answer calls until told to close."""
-    from gem.executor import ThreadPool
-    from gem.vector.slot import AutoresetMode, Slot
 
     conn = Channel(sock)
     try:

@@ -11,8 +11,8 @@ from gem.executor import ThreadPool
 from gem.host.calls import Call, run_call
 from gem.host.deadlines import Deadlines
 from gem.host.failures import Failure, timed_out
+from gem.host.slot import Slot
 from gem.vector.base import VectorEnv
-from gem.vector.slot import Slot
 
 
 class SyncVectorEnv(VectorEnv):

@@ -6,8 +6,8 @@ env), started with ``fork`` while the caller has one thread, else ``forkserver``
 it is done, so when it dies (or hangs past ``step_timeout`` and is killed) only the
 call it was running fails; calls it answered before keep their real results. It is
 restarted with fresh envs. A worker holding several envs sends, now and then, an env's
-:meth:`~gem.vector.slot.Slot.snapshot` with its answer (when
-:meth:`~gem.vector.slot.Slot.checkpoint` says one is due), and the caller keeps the calls
+:meth:`~gem.host.slot.Slot.snapshot` with its answer (when
+:meth:`~gem.host.slot.Slot.checkpoint` says one is due), and the caller keeps the calls
 answered since; so its other envs go on in the fresh worker from their last snapshots,
 the calls since replayed, as if nothing had happened (the calls of theirs that it never
 ran, run there). ``backend_kwargs={"restore_siblings": False}`` turns that off. Only an

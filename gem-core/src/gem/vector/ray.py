@@ -1,7 +1,7 @@
 """The ``ray`` backend: envs live in Ray actors, on this machine or across a cluster.
 
 Envs are grouped into ``num_actors`` actors (default: one per CPU of the cluster, at
-most one per env); each actor holds the envs' :class:`~gem.vector.slot.Slot` objects,
+most one per env); each actor holds the envs' :class:`~gem.host.slot.Slot` objects,
 so autoreset and ``on_error`` behave exactly as on the other backends. Calls to
 different actors run in parallel.
 
@@ -40,9 +40,9 @@ from gem.host.calls import Call, run_remote
 from gem.host.deadlines import Deadlines
 from gem.host.failures import Failure
 from gem.host.recovery import Lost
+from gem.host.slot import AutoresetMode, Slot
 from gem.host.worker import SlotArgs
 from gem.vector.base import VectorEnv
-from gem.vector.slot import AutoresetMode, Slot
 
 
 @ray.remote
