@@ -21,8 +21,10 @@ The points, and the kernel code that calls each:
   (:mod:`gem.plugins` runs them as part of gem-core's plugin). Plugins implement it like the kernel's hooks.
 
 >>> from gem import extend
->>> extend.points.vector_reset_kwargs({"shared": 1}, 2) if extend.points.vector_reset_kwargs else {}
-{}
+>>> extend.points.env_call.__module__             # set by gem.compat, which ``import gem`` imports
+'gem.compat.ctor_seed'
+>>> [hook.name for hook in extend.catalog_hooks()]
+['gem_register_compat']
 """
 
 from __future__ import annotations
