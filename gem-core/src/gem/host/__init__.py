@@ -7,7 +7,9 @@ thread, a thread pool, a worker process, a Ray actor) and owns what can go wrong
   nothing wrong lost its episode with a sibling's worker).
 - :mod:`gem.host.calls`: executing one call on a :class:`~gem.host.slot.Slot`, in place or
   in a worker, with the snapshot a worker sends back, and the replay that restores one.
-- :mod:`gem.host.deadlines`: the step-timeout clocks of the calls or workers in flight.
+- :mod:`gem.host.deadlines`: the step-timeout clocks of the calls or workers in flight, and
+  the one wait loop (:func:`~gem.host.deadlines.collect`) of the transports whose workers run
+  their calls in order (the vector process backend, Ray).
 - :mod:`gem.host.recovery`: restarts and lost-episode reports: after a worker dies or hangs,
   the call it ran fails, its other envs go on from their snapshots, and an env that cannot
   says so on its next call.

@@ -29,11 +29,24 @@ from typing import Any
 
 from gem.core import Env
 from gem.host.calls import Call
-from gem.host.deadlines import Deadlines
+from gem.host.deadlines import collect
 from gem.host.worker import SlotArgs, Worker, default_start_method
 from gem.vector.base import VectorEnv
 
 __all__ = ["ProcessVectorEnv", "SlotArgs", "default_start_method"]
+
+
+def _poll(workers: list[Worker], timeout: float | None) -> dict[Worker, tuple[list[Any], str | None]]:
+    """:func:`~gem.host.deadlines.collect`'s poll for worker processes: their sockets and, for a
+    death that leaves the socket open (a child of the env holding it), their process sentinels."""
+    ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers], timeout))
+    news = {}
+    for worker in workers:
+        if worker.conn in ready or worker.process.sentinel in ready:
+            exited = worker.process.sentinel in ready
+            answers, open_ = worker.answers(drain=exited)  # a dead worker's last answers first
+            news[worker] = ([a for _, a in answers], worker.died() if exited or not open_ else None)
+    return news
 
 
 class ProcessVectorEnv(VectorEnv):
@@ -91,33 +104,14 @@ class ProcessVectorEnv(VectorEnv):
         for worker in list(self._workers):
             batch = by_worker.get(id(worker))
             if batch:
-                worker.send([(c[0], c) for c in batch])  # a dead worker is found below
+                worker.send([(c[0], c) for c in batch])  # a dead worker is found by the poll
                 waiting[worker] = list(batch)
-        deadlines = Deadlines(self.step_timeout)  # per worker: each call it runs gets step_timeout of its own
-        for worker in waiting:
-            deadlines.start(worker)
-        while waiting:
-            ready = set(wait([w.conn for w in waiting] + [w.process.sentinel for w in waiting], deadlines.wait()))
-            for worker in list(waiting):
-                pending = waiting[worker]
-                if worker.conn in ready or worker.process.sentinel in ready:
-                    exited = worker.process.sentinel in ready
-                    answers, open_ = worker.answers(drain=exited)
-                    for _, answer in answers:
-                        call = pending.pop(0)
-                        results[call[0]] = self.recovery.answered(call, answer)
-                        deadlines.start(worker)
-                    if pending and (exited or not open_):
-                        self._lose_worker(worker, pending, results, worker.died())
-                        pending.clear()
-                    if not pending:
-                        del waiting[worker]
-                        deadlines.stop(worker)
-                        continue
-                if deadlines.overdue(worker):
-                    self._lose_worker(worker, pending, results, None)
-                    del waiting[worker]
-                    deadlines.stop(worker)
+
+        def answered(call: Call, answer: Any) -> None:
+            results[call[0]] = self.recovery.answered(call, answer)
+
+        collect(waiting, _poll, self.step_timeout, answered,  # type: ignore[arg-type]
+                lambda worker, owed, died: self._lose_worker(worker, owed, results, died))
         return [results[c[0]] for c in calls]
 
     def _lose_worker(self, worker: Worker, pending: list[Call], results: dict[int, Any], died: str | None) -> None:

@@ -37,7 +37,7 @@ except ImportError as exc:
 from gem.core import Env
 from gem.errors import VectorEnvError
 from gem.host.calls import Call, run_remote
-from gem.host.deadlines import Deadlines
+from gem.host.deadlines import collect
 from gem.host.failures import Failure
 from gem.host.recovery import Lost
 from gem.host.slot import AutoresetMode, Slot
@@ -147,28 +147,23 @@ class RayVectorEnv(VectorEnv):
             else:
                 position = self._owner[call[0]]
                 waiting.setdefault(position, []).append((call, self._actors[position].handle.execute.remote([call])))
-        deadlines = Deadlines(self.step_timeout)  # per actor: each call it runs gets step_timeout of its own
-        for position in waiting:
-            deadlines.start(position)
-        while waiting:
-            heads = {pending[0][1]: position for position, pending in waiting.items()}
-            ready, _ = ray.wait(list(heads), num_returns=1, timeout=deadlines.wait())
+
+        def poll(positions: list[int], timeout: float | None) -> dict[int, tuple[list[Any], str | None]]:
+            heads = {waiting[position][0][1]: position for position in positions}
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=timeout)
+            news: dict[int, tuple[list[Any], str | None]] = {}
             for ref in ready:
-                position = heads[ref]
-                call, _ = waiting[position].pop(0)
                 try:
-                    results[call[0]] = self.recovery.answered(call, ray.get(ref)[0])
-                    deadlines.start(position)
+                    news[heads[ref]] = ([ray.get(ref)[0]], None)
                 except RayActorError as exc:
-                    self._lose_actor(position, [(call, ref), *waiting[position]], results,
-                                     f"its Ray actor died ({type(exc).__name__})")
-                    waiting[position] = []
-                if not waiting[position]:
-                    del waiting[position]
-                    deadlines.stop(position)
-            for position in [p for p in waiting if deadlines.overdue(p)]:
-                self._lose_actor(position, waiting.pop(position), results, None)
-                deadlines.stop(position)
+                    news[heads[ref]] = ([], f"its Ray actor died ({type(exc).__name__})")
+            return news
+
+        def answered(item: tuple[Call, Any], answer: Any) -> None:
+            results[item[0][0]] = self.recovery.answered(item[0], answer)
+
+        collect(waiting, poll, self.step_timeout, answered,  # type: ignore[arg-type]
+                lambda position, owed, died: self._lose_actor(position, owed, results, died))
         return [results[c[0]] for c in calls]
 
     def _lose_actor(self, position: int, pending: list[tuple[Call, Any]], results: dict[int, Any],
