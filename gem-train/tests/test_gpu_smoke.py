@@ -26,6 +26,38 @@ def test_the_1_7b_run_is_qwen3_1_7b_on_the_paper_path_and_fits_80gb():
     assert peak(plan(cfg, 80 * GiB)[0]) < 80 * GiB
 
 
+def test_with_the_hf_engine_the_1_7b_run_fits_too():
+    """The first GPU run (H200) stopped at the plan: the HF engine's KV cache at 128 x 8192 tokens did not fit."""
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        cfg = to_train_config(compose("config", overrides=overrides("1.7B", 3, "cuda", "/tmp/x", [], "hf")))
+    validate(cfg)
+    assert (cfg.rollout.engine, cfg.rollout.max_tokens, cfg.model.max_model_len) == ("hf", 1024, 2048)
+    assert peak(plan(cfg, 80 * GiB)[0]) < 80 * GiB
+
+
+def test_without_vllm_the_vllm_engines_say_so_in_one_line(monkeypatch):
+    import importlib.util
+
+    import torch
+
+    from gem_train.gpu_smoke import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    assert main(["engine=vllm_async"]) == 1
+
+
+def test_the_script_runs_with_the_hf_engine_on_cpu(tmp_path):
+    """What ran on the H200 (no vLLM there): the paper path's learner with the transformers sampler, printing
+    what each setup phase took before the first iteration."""
+    done = subprocess.run([sys.executable, "-m", "gem_train.gpu_smoke", "size=tiny", "device=cpu", "engine=hf",
+                           "iterations=2", f"out={tmp_path / 'run'}"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[setup] model built in" in done.stdout and "[setup] sampler (hf) ready in" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("gpu_smoke: tiny on CPU (hf), 2 iterations")
+
+
 def test_without_a_gpu_it_says_so_in_one_line():
     import torch
 
@@ -42,7 +74,7 @@ def test_the_script_runs_the_paper_path_on_cpu_and_prints_its_figures(tmp_path):
                            f"out={tmp_path / 'run'}"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("gpu_smoke: tiny on CPU, 2 iterations") and "generation" in last and "peak memory" in last
+    assert last.startswith("gpu_smoke: tiny on CPU (vllm_async), 2 iterations") and "generation" in last and "peak memory" in last
     assert (tmp_path / "run" / "gpu_smoke.json").is_file()
 
 

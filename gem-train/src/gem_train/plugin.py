@@ -15,3 +15,9 @@ def run_train(argv: list[str]) -> int:
 @gem.hookimpl
 def gem_register_commands(cli):
     cli.register("train", run_train, help="train a policy with multi-turn RL (Hydra overrides: algo=grpo env=...)")
+
+
+@gem.hookimpl
+def gem_register_provides(registry):
+    # what this distribution provides (gem.provides): the `gem train` command
+    registry.command("train")

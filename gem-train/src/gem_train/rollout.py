@@ -211,6 +211,8 @@ class EnginePolicy:
         self.generate_intervals: list[tuple[float, float]] = []
         self._calls_seeded = 0
         self.index_offset = 0
+        #: requests handed to the engine and not yet answered (a rollout's heartbeat shows them)
+        self.requests_in_engine = 0
 
     @property
     def generate_seconds(self) -> float:
@@ -250,7 +252,12 @@ class EnginePolicy:
 
     async def _generate_one(self, prompt: list[int], seed: int | None) -> Generation:
         start = time.perf_counter()
-        gen = await self.engine.agenerate(prompt, self.sampling, seed if seed is not None else self._fallback_seed())
+        self.requests_in_engine += 1
+        try:
+            gen = await self.engine.agenerate(prompt, self.sampling,
+                                              seed if seed is not None else self._fallback_seed())
+        finally:
+            self.requests_in_engine -= 1
         self._record(start, [gen])
         return gen
 
@@ -264,12 +271,15 @@ class EnginePolicy:
             if fallback is not None:
                 seeds = [s if s is not None else fallback + i for i, (_, s, _) in enumerate(batch)]
             start = time.perf_counter()
+            self.requests_in_engine += len(batch)
             try:
                 gens = await asyncio.to_thread(self.engine.generate, [p for p, _, _ in batch], self.sampling, seeds)
             except Exception as exc:
                 for _, _, fut in batch:
                     fut.set_exception(exc)
                 continue
+            finally:
+                self.requests_in_engine -= len(batch)
             self._record(start, gens)
             for (_, _, fut), gen in zip(batch, gens):
                 fut.set_result(gen)

@@ -38,7 +38,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gem.runner import EpisodeContext, Trajectory, run_episodes
+from gem_train.metrics_log import show
 from gem_train.rollout import EnginePolicy, Episode, TurnSample, to_episode
+
+#: seconds between the lines a rollout still under way prints (a long first iteration at paper scale is not silent)
+HEARTBEAT_S = 60.0
 
 #: the truncation cap of the importance weights of a carried-over run whose reinforce loss sets none
 STALE_TIS_CAP = 2.0
@@ -128,8 +132,9 @@ class EpisodeStream:
     def __init__(self, make_env: Callable[[], Any], policy: EnginePolicy, seed_of_group: Callable[[int], int],
                  group_size: int, concurrency: int, max_turns: int | None, *, first_group: int = 0,
                  max_staleness: int | None = 1, loop: asyncio.AbstractEventLoop | None = None,
-                 **limits: Any) -> None:
+                 heartbeat_s: float | None = HEARTBEAT_S, **limits: Any) -> None:
         self.policy = policy
+        self.heartbeat_s = heartbeat_s
         self.seed_of_group, self.group_size, self.first_group = seed_of_group, group_size, first_group
         self.loop = loop if loop is not None else asyncio.new_event_loop()
         self._make_env, self._concurrency, self._max_turns, self._limits = make_env, concurrency, max_turns, limits
@@ -259,18 +264,30 @@ class EpisodeStream:
                 on_trajectory=self._finished, **self._limits))
         assert self._gate is not None and self._arrived is not None
         self._gate.open()
-        while not self._enough([ep for group in self._ready for ep in group], episodes, turns):
+        began = last_beat = self.loop.time()
+        while not self._enough(ready := [ep for group in self._ready for ep in group], episodes, turns):
             if self._limited and self._failed_in_row >= max(episodes, 1):
                 raise RuntimeError(f"the last {self._failed_in_row} episodes all failed, the last with "
                                    f"{self._last_error()}")
             self._arrived.clear()
             waiter = asyncio.ensure_future(self._arrived.wait())
-            await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            beat = None if self.heartbeat_s is None else max(0.0, last_beat + self.heartbeat_s - self.loop.time())
+            await asyncio.wait({self._task, waiter}, timeout=beat, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
+            if self.heartbeat_s is not None and self.loop.time() - last_beat >= self.heartbeat_s:
+                last_beat = self.loop.time()
+                show(self._heartbeat(last_beat - began, ready, episodes, turns))
             if self._task.done():
                 self._task.result()  # the stream's error (an endless stream ends no other way)
                 raise RuntimeError("the episode stream ended")
         await self._gate.close()
+
+    def _heartbeat(self, seconds: float, ready: list[Episode], episodes: int, turns: int | None) -> str:
+        """A line on a rollout still under way: what is done, and what the engine is holding."""
+        done = (f"{sum(len(ep.turns) for ep in ready if ep.error is None)} of {turns} turns" if turns is not None
+                else f"{len(ready)} of {episodes} episodes")
+        return (f"[rollout] {seconds:.0f} s: {done} done, {self.policy.requests_in_engine} requests in the "
+                f"engine, {self.policy.generated_tokens} tokens returned so far")
 
     def _last_error(self) -> str | None:
         for group in reversed(self._ready):

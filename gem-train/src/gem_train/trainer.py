@@ -56,7 +56,7 @@ from gem_train.rollout import (
 from gem_train.run_folder import config_record, record_environment, resume_checkpoint, start_over
 from gem_train.selfplay import collect_selfplay
 from gem_train.sharding import Shards
-from gem_train.stream import EpisodeStream, effective_tis_cap, staleness_mask
+from gem_train.stream import HEARTBEAT_S, EpisodeStream, effective_tis_cap, staleness_mask
 
 
 def _fingerprint(make_env: Callable[[], Any]) -> str | None:
@@ -153,9 +153,12 @@ class _Run:
         self.shards = Shards.current(cfg.trainer.distributed.rollout)
         make_base_env = env_factory(cfg)
         # rank 0 builds the tiny model; the other ranks then find it built (the build is deterministic)
+        began = time.perf_counter()
         init_path = cfg.model.path if cfg.model.name == "hf" else str(distributed.main_first(lambda: build_tiny_model(
             self.out / "model_init", make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
         )))
+        if cfg.model.name != "hf":
+            setup_line(f"model built in {time.perf_counter() - began:.0f} s ({init_path})")
         self.checkpoint = checkpoint
         self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
         self.record = {"sft_done": True, "env": cfg.env.id, "config": config_record(cfg)}
@@ -169,7 +172,9 @@ class _Run:
         ) if distributed.is_main() else _Unlogged()
         load_from = str(self.checkpoint) if self.checkpoint else init_path
         # float32 masters whatever model.dtype says: the learner computes in model.dtype, the sampler holds it
+        began = time.perf_counter()
         self.model, self.tokenizer = load_policy(load_from, "float32", self.device)
+        setup_line(f"learner's float32 weights on {self.device} in {time.perf_counter() - began:.0f} s")
         self.make_env = make_base_env.wrapped(cfg.env.wrappers, self.tokenizer)
         self.templated = templated(cfg)
         self.engine_path = load_from
@@ -364,7 +369,8 @@ def _stream(run: _Run, engine: Engine | None) -> EpisodeStream | None:
                          lambda group: first_seed + group * stride + own, cfg.algo.group_size,
                          cfg.rollout.concurrency, cfg.env.max_turns,
                          first_group=int(run.state.get("stream_next_group", 0)),
-                         max_staleness=cfg.rollout.max_staleness, **run.env_limits)
+                         max_staleness=cfg.rollout.max_staleness,
+                         heartbeat_s=HEARTBEAT_S if distributed.is_main() else None, **run.env_limits)
 
 
 def _take_iteration(run: _Run, stream: EpisodeStream | None) -> _Rollout:
@@ -452,6 +458,13 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             distributed.shutdown()
 
 
+def setup_line(text: str) -> None:
+    """One line of what the run did before its first iteration and how long it took (building a model and
+    loading an engine can take minutes at paper scale: the console says so rather than stay silent)."""
+    if distributed.is_main():
+        show(f"[setup] {text}")
+
+
 def check_memory(cfg: TrainConfig) -> None:
     """On a GPU, the memory plan (:mod:`gem_train.plan`) first: a config that cannot fit stops here, naming the
     fields to change, not after minutes of loading and an out-of-memory error."""
@@ -503,7 +516,10 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
         if main:
             # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
             save_checkpoint(run.out, 0, run.model, run.tokenizer, None, run.record)
+    began = time.perf_counter()
     engine = run.engine() if run.shards.plays else None
+    if engine is not None:
+        setup_line(f"sampler ({cfg.rollout.engine}) ready in {time.perf_counter() - began:.0f} s")
     stream: EpisodeStream | None = None
     summary: dict[str, Any] = {"output_dir": str(run.out), "resumed_from": str(run.checkpoint or "")}
     try:

@@ -68,6 +68,8 @@ class HFEngine:
         tokens: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
         done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        live = list(range(len(prompts)))
+        stops = torch.tensor(self.stop_ids, device=self.device)
         for _ in range(sampling.max_tokens):
             logits = logits.float()
             if sampling.temperature > 0:
@@ -79,11 +81,14 @@ class HFEngine:
                 logp = torch.log_softmax(logits, -1)
                 nxt = logits.argmax(-1)
             chosen = logp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
-            for i in torch.nonzero(~done).flatten().tolist():
-                tokens[i].append(int(nxt[i]))
-                logprobs[i].append(float(chosen[i]))
-            done |= torch.isin(nxt, torch.tensor(self.stop_ids, device=nxt.device))
-            if bool(done.all()):
+            # one copy to the host per step, not one per row and value (each a device sync on a GPU)
+            step_tokens, step_logprobs = nxt.tolist(), chosen.tolist()
+            for i in live:
+                tokens[i].append(step_tokens[i])
+                logprobs[i].append(step_logprobs[i])
+            done |= torch.isin(nxt, stops)
+            live = [i for i, finished in enumerate(done.tolist()) if not finished]
+            if not live:
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
             out = self.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=next_pos.unsqueeze(-1),
