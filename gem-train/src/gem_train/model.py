@@ -49,6 +49,7 @@ def build_tiny_model(
     max_model_len: int = 1024,
     seed: int = 0,
     extra_texts: list[str] | None = None,
+    device: str | torch.device = "cpu",
 ) -> Path:
     """Train a tokenizer on the env's text, initialise a tiny Qwen2 and save both to ``out_dir``.
 
@@ -60,6 +61,10 @@ def build_tiny_model(
     cfg = cfg or TinyModelConfig()
     out = Path(out_dir)
     recipe = {"tiny": vars(cfg), "max_model_len": max_model_len, "seed": seed}
+    if str(device) != "cpu":
+        # initialised where it trains (seconds on a GPU where a CPU takes a minute at 1.7B): its random weights
+        # come from that device's generator, so the folder is another build
+        recipe["device"] = torch.device(device).type
     marker = out / "gem_train_build.json"
     if marker.exists() and json.loads(marker.read_text()) == recipe:
         return out
@@ -84,7 +89,8 @@ def build_tiny_model(
         pad_token_id=tok.pad_token_id,
     )
     torch.manual_seed(seed)
-    model = model_class(config)
+    with torch.device(device):
+        model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

@@ -156,6 +156,7 @@ class _Run:
         began = time.perf_counter()
         init_path = cfg.model.path if cfg.model.name == "hf" else str(distributed.main_first(lambda: build_tiny_model(
             self.out / "model_init", make_base_env, cfg.model.tiny, cfg.model.max_model_len, cfg.trainer.seed,
+            device=self.device,
         )))
         if cfg.model.name != "hf":
             setup_line(f"model built in {time.perf_counter() - began:.0f} s ({init_path})")
