@@ -45,6 +45,8 @@ from gem.host.slot import AutoresetMode, Slot
 SlotArgs = tuple[int, Callable[[], Env], str | None, str, str]
 
 _HEADER = struct.Struct("!Q")
+#: bytes read per system call: under the allocator's mmap threshold, so a read costs no mmap and munmap
+_CHUNK = 1 << 16
 #: how long a worker that is being closed may take to close its envs
 CLOSE_WAIT = 5.0
 #: with this many calls in flight a worker running calls side by side sends its answers every
@@ -79,7 +81,7 @@ class Channel:
         """The whole messages that have arrived, without waiting (none if nothing has);
         EOFError once the other end closed and everything it sent was read."""
         try:
-            chunk = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            chunk = self.sock.recv(_CHUNK, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return []
         if not chunk:
@@ -105,7 +107,7 @@ class Channel:
                     message = pickle.loads(memoryview(self._buffer)[_HEADER.size:_HEADER.size + size])
                     del self._buffer[:_HEADER.size + size]
                     return message
-            chunk = self.sock.recv(1 << 20)
+            chunk = self.sock.recv(_CHUNK)
             if not chunk:
                 raise EOFError("the other end closed the connection")
             self._buffer += chunk
