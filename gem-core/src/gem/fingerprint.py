@@ -93,9 +93,23 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, again when it fails only because another thread was parsing at the same moment: CPython
+    3.11 builds the tree's Python objects with a recursion counter every thread shares, and a thread switch
+    mid-build raises ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905; seen in a
+    test run here, with the runner's threads alive)."""
+    for attempt in range(5):
+        try:
+            return ast.parse(source, filename)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _parsed(obj: Any) -> ast.AST | None:
     try:
-        return _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
+        return _strip_docstrings(parse_source(textwrap.dedent(inspect.getsource(obj))))
     except (OSError, TypeError, SyntaxError):
         return None
 

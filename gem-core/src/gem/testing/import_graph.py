@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from gem.fingerprint import parse_source
+
 
 def _modules(src: Path, package: str) -> dict[str, Path]:
     modules = {}
@@ -46,7 +48,7 @@ def _imports(name: str, path: Path) -> list[str]:
     """Every module name ``name``'s source imports, absolute, at any depth of the source (not under
     ``if TYPE_CHECKING:``)."""
     found = []
-    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+    for node in _runtime_nodes(parse_source(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
