@@ -54,7 +54,7 @@ def test_the_script_runs_with_the_hf_engine_on_cpu(tmp_path):
     done = subprocess.run([sys.executable, "-m", "gem_train.gpu_smoke", "size=tiny", "device=cpu", "engine=hf",
                            "iterations=2", f"out={tmp_path / 'run'}"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "[setup] model built in" in done.stdout and "[setup] sampler (hf) ready in" in done.stdout
+    assert "[setup] tiny model ready in" in done.stdout and "[setup] sampler (hf) ready in" in done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("gpu_smoke: tiny on CPU (hf), 2 iterations")
 
 

@@ -68,7 +68,11 @@ def test_resuming_with_the_same_config_says_so_and_continues(finished_run, tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert lines[0] == f"resuming from {out / 'checkpoints' / 'iter_000001'} at iteration 1"
-    assert [line[:13] for line in lines[1:3]] == ["[train] | it ", "[eval] | it  "]
+    # then what loading took (trainer.setup_line), then training
+    setup = [line for line in lines[1:] if line.startswith("[setup]")]
+    assert [line[:17] for line in setup] == ["[setup] tiny mode", "[setup] learner's", "[setup] sampler ("]
+    assert lines[1:4] == setup
+    assert [line[:13] for line in lines[4:6]] == ["[train] | it ", "[eval] | it  "]
     assert [(r["kind"], r.get("iteration")) for r in read_metrics(out / "metrics.jsonl")] == [
         ("sft", None), ("eval", 0), ("train", 1), ("eval", 1), ("train", 2), ("eval", 2)]
     # each start records where it ran: the first at iteration 0, the resumed one at 1

@@ -159,7 +159,8 @@ class _Run:
             device=self.device,
         )))
         if cfg.model.name != "hf":
-            setup_line(f"model built in {time.perf_counter() - began:.0f} s ({init_path})")
+            setup_line(f"tiny model ready in {time.perf_counter() - began:.0f} s ({init_path}; a folder built "
+                       "before is reused)")
         self.checkpoint = checkpoint
         self.state: dict[str, Any] = load_trainer_state(checkpoint) if checkpoint else {}
         self.record = {"sft_done": True, "env": cfg.env.id, "config": config_record(cfg)}
@@ -500,11 +501,13 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    run = _Run(cfg, checkpoint)
-    t = cfg.trainer
     main = distributed.is_main()
     if main and checkpoint is not None:
-        show(f"resuming from {checkpoint} at iteration {run.state['iteration']}")
+        # first, before the minutes of building and loading that the [setup] lines report
+        show(f"resuming from {checkpoint} at iteration {load_trainer_state(checkpoint)['iteration']}")
+    run = _Run(cfg, checkpoint)
+    t = cfg.trainer
+    if main and checkpoint is not None:
         before = run.state.get("env_fingerprints") or {}
         changed = [f"{env_id} ({before[env_id]} then, {now} now)" for env_id, now in run.fingerprints.items()
                    if before.get(env_id) and now and before[env_id] != now]
