@@ -8,55 +8,22 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
-import signal
 import threading
 import time
 import types
 
 import pytest
+from test_faults import FaultyGame
 from test_vector import _bounded
 from test_vector_ray import ray_address  # noqa: F401  (a fixture: the module's own Ray cluster)
 
 import gem
 from gem.host.recovery import Lost, Recovery
 from gem.host.worker import Worker
-from gem.multiagent import AgentSelector, MultiAgentEnv
 from gem.multiagent import run as run_games
 from gem.runner import run
 from gem.testing.envs import BarrierEnv, CountEnv, FaultyEnv
 from gem.vector import ProcessVectorEnv
-
-
-class DyingGame(MultiAgentEnv):
-    """Two agents take turns; "die" kills the process; four moves end it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.possible_agents = ["a", "b"]
-        self.agent_selector = AgentSelector(self.possible_agents, mode="sequential")
-        self.moves = 0
-
-    def reset(self, seed=None, **kwargs):
-        self.moves = 0
-        return super().reset(seed)
-
-    def observe(self, agent):
-        return f"move {self.moves}"
-
-    def _process_actions(self, actions):
-        ((agent, action),) = actions.items()
-        if action == "die":
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.moves += 1
-        if self.moves >= 4:
-            self.terminations = {name: True for name in self.agents}
-        return {agent: self.observe(agent)}, {agent: 1.0}, self.terminations, self.truncations, {}
-
-    def game_state(self):
-        return {"moves": self.moves}
-
-    def load_game_state(self, state):
-        self.moves = state["moves"]
 
 
 def _slots(factory, n, mode="disabled", on_error="raise"):
@@ -177,7 +144,7 @@ def test_the_vector_backend_and_both_runners_run_the_one_worker_and_its_one_reru
     async def plays(observation, context):
         return "die" if context.index < 2 and context.turn == 1 else "move"
 
-    games = run_games(DyingGame, plays, seeds=range(3), concurrency=2, processes=1, on_error="record")
+    games = run_games(FaultyGame, plays, seeds=range(3), concurrency=2, processes=1, on_error="record")
     assert "WorkerDied" in games[0].error and "WorkerDied" in games[1].error
     assert games[2].error is None and games[2].steps == 4
     assert len(seen.reruns) > 2 and set(seen.reruns) == {"worker process"}
