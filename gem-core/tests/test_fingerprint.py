@@ -143,3 +143,29 @@ def test_a_parse_that_another_thread_tripped_is_parsed_again(monkeypatch):
     monkeypatch.setattr(ast, "parse", broken)
     with pytest.raises(SystemError, match="something else"):
         parse_source("x = 1")
+
+
+def test_a_class_source_that_another_thread_tripped_is_read_again(monkeypatch):
+    """``inspect.getsource`` of a class parses its whole module, so the same race can trip it: a CI run's eval
+    fingerprinted a changed env as None there and resumed a folder of the env's old version. It is read again."""
+    import inspect
+
+    from gem.fingerprint import code_fingerprint
+
+    class Local(CountEnv):
+        def step(self, action):
+            return super().step(action)
+
+    expected = code_fingerprint(Local)
+    code_fingerprint.cache_clear()
+    real, calls = inspect.getsource, []
+
+    def flaky(obj):
+        calls.append(obj)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=3, after=9)")
+        return real(obj)
+
+    monkeypatch.setattr(inspect, "getsource", flaky)
+    assert code_fingerprint(Local) == expected and calls[:2] == [Local, Local]
+    code_fingerprint.cache_clear()

@@ -93,23 +93,31 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
-    """``ast.parse``, again when it fails only because another thread was parsing at the same moment: CPython
-    3.11 builds the tree's Python objects with a recursion counter every thread shares, and a thread switch
-    mid-build raises ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905; seen in a
-    test run here, with the runner's threads alive)."""
+def _again_on_ast_race(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, again when it fails only because another thread was building a syntax tree at the same
+    moment: CPython 3.11 builds a tree's Python objects with a recursion counter every thread shares, and a thread
+    switch mid-build raises ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905).
+    Seen in CI runs here twice: in ``ast.parse`` (gem-evals' import-graph test) and inside ``inspect.getsource``,
+    which parses a class's whole module to find it (an env's fingerprint came out None, so a changed env was
+    resumed)."""
     for attempt in range(5):
         try:
-            return ast.parse(source, filename)
+            return fn(*args)
         except SystemError as exc:
             if "recursion depth mismatch" not in str(exc) or attempt == 4:
                 raise
     raise AssertionError("unreachable")
 
 
+def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, safe from other threads' parses (see :func:`_again_on_ast_race`); raises what it raises."""
+    return _again_on_ast_race(ast.parse, source, filename)
+
+
 def _parsed(obj: Any) -> ast.AST | None:
     try:
-        return _strip_docstrings(parse_source(textwrap.dedent(inspect.getsource(obj))))
+        source = _again_on_ast_race(inspect.getsource, obj)
+        return _strip_docstrings(parse_source(textwrap.dedent(source)))
     except (OSError, TypeError, SyntaxError):
         return None
 
