@@ -241,3 +241,61 @@ def test_a_run_that_recorded_nothing_does_not_bind_a_retry_to_its_settings(count
     err = capsys.readouterr().err
     assert status == 0 and "other settings" not in err
     assert json.loads((out / "run.json").read_text())["temperature"] == 0.5
+
+
+def test_an_episode_cancelled_while_its_first_request_waits_leaves_no_request_behind():
+    """A run that stops cancels its episodes; one cancelled while waiting for the run's first answer (the
+    'no answer yet' notice's wait) left its request's task running, to fail once the server was gone with
+    'Task exception was never retrieved' logged in a later test of a CI run. It is cancelled with the episode."""
+    import asyncio
+
+    server = HangingServer()
+    try:
+        model = OpenAIChatModel("x", base_url=server.url, timeout=30)
+
+        async def cancel_during_the_wait():
+            post = asyncio.create_task(model._post({"model": "x", "messages": []}))
+            await asyncio.sleep(0.3)
+            post.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await post
+            await asyncio.sleep(0)
+            return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+        assert asyncio.run(cancel_during_the_wait()) == []
+        model.close()
+    finally:
+        server.close()
+
+
+def test_a_request_that_fails_as_its_episode_is_cancelled_is_not_left_unretrieved(monkeypatch, caplog):
+    """The other half of the same leak: when the run stopped, requests to a server that was down failed in the
+    same moment their episodes, waiting for the run's first answer, were cancelled, and each logged 'Task
+    exception was never retrieved'."""
+    import asyncio
+    import gc
+
+    from gem_evals import openai_client
+
+    model = OpenAIChatModel("x", base_url=f"http://127.0.0.1:{closed_port()}/v1")
+
+    async def scenario():
+        gate = asyncio.Event()
+
+        async def refused(*args):
+            await gate.wait()
+            raise RuntimeError("ConnectError: [Errno 111] Connection refused")
+
+        monkeypatch.setattr(openai_client, "_in_daemon_thread", refused)
+        post = asyncio.create_task(model._post({}))
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.sleep(0)  # the request fails; the episode, waiting for the first answer, is cancelled first
+        post.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await post
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+    model.close()

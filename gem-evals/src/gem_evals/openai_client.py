@@ -220,14 +220,23 @@ class OpenAIChatModel:
     async def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One chat request; says so once if the run's first answer is long in coming."""
         request = asyncio.ensure_future(_in_daemon_thread(self._request, "POST", "/chat/completions", payload))
-        if not self.answered and not self._waiting_noted:
-            await asyncio.wait({request}, timeout=min(WAITING_NOTICE_S, self.timeout))
-            if not request.done() and not self.answered and not self._waiting_noted:
-                self._waiting_noted = True
-                notice(f"{self.base_url}: no answer yet after {min(WAITING_NOTICE_S, self.timeout):g} s; a request "
-                       f"times out after {self.timeout:g} s (--request-timeout) and is retried up to "
-                       f"{self.max_retries} times")
-        return await request
+        try:
+            if not self.answered and not self._waiting_noted:
+                await asyncio.wait({request}, timeout=min(WAITING_NOTICE_S, self.timeout))
+                if not request.done() and not self.answered and not self._waiting_noted:
+                    self._waiting_noted = True
+                    notice(f"{self.base_url}: no answer yet after {min(WAITING_NOTICE_S, self.timeout):g} s; a "
+                           f"request times out after {self.timeout:g} s (--request-timeout) and is retried up to "
+                           f"{self.max_retries} times")
+            return await request
+        finally:
+            # an episode cancelled (a run that stops) leaves no request task behind to fail unawaited ("Task
+            # exception was never retrieved" logged in whatever ran next): one still running is cancelled, one that
+            # failed just as the episode was cancelled has its failure taken here
+            if not request.done():
+                request.cancel()
+            elif not request.cancelled():
+                request.exception()
 
     def _notice(self, line: str) -> None:
         """A retry notice, at most one per :data:`_NOTICE_EVERY_S` (requests in flight fail together)."""
