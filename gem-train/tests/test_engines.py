@@ -146,3 +146,17 @@ def test_vllm_starts_after_llvmlite_was_loaded(tiny_model_path):
     finally:
         engine.close()
     assert ffi.lib is lib
+
+
+def test_the_hf_engines_batched_draw_is_torch_multinomials_row_by_row():
+    """The HF engine draws every request's token at once (no per-row multinomial and its device syncs); each
+    row's token is the one ``torch.multinomial`` draws from that row's generator, so seeded runs, and every
+    figure sampled before the change, repeat exactly. Rows with zero-probability entries (a top-p mask) included."""
+    from gem_train.engines.hf import _draw, _top_p_filter
+
+    logits = torch.randn(9, 151_936, generator=torch.Generator().manual_seed(0)) * 3
+    for probs in (logits.softmax(-1), _top_p_filter(logits, 0.5).softmax(-1)):
+        expected = [int(torch.multinomial(row, 1, generator=torch.Generator().manual_seed(i))[0])
+                    for i, row in enumerate(probs)]
+        drawn = _draw(probs, [torch.Generator().manual_seed(i) for i in range(len(probs))])
+        assert drawn.tolist() == expected
