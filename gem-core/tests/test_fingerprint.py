@@ -167,5 +167,7 @@ def test_a_class_source_that_another_thread_tripped_is_read_again(monkeypatch):
         return real(obj)
 
     monkeypatch.setattr(inspect, "getsource", flaky)
-    assert code_fingerprint(Local) == expected and calls[:2] == [Local, Local]
-    code_fingerprint.cache_clear()
+    try:
+        assert code_fingerprint(Local) == expected and calls[:2] == [Local, Local]
+    finally:
+        code_fingerprint.cache_clear()

@@ -160,3 +160,16 @@ def test_the_hf_engines_batched_draw_is_torch_multinomials_row_by_row():
                     for i, row in enumerate(probs)]
         drawn = _draw(probs, [torch.Generator().manual_seed(i) for i in range(len(probs))])
         assert drawn.tolist() == expected
+
+
+def test_the_hf_engine_refuses_nan_probabilities_as_multinomial_did(tiny_model_path):
+    """Without multinomial's per-row checks, a model whose probabilities are nan still stops the draw with an
+    error, sampled or greedy, rather than returning tokens of nothing."""
+    model, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf", str(tiny_model_path))
+    broken = {k: torch.full_like(v, float("nan")) if "lm_head" in k or "embed" in k else v
+              for k, v in model.state_dict().items()}
+    engine.load_weights(broken)
+    for temperature in (1.0, 0.0):
+        with pytest.raises(RuntimeError, match="nan or inf, or are all zero"):
+            engine.generate(encode(tok)[:1], Sampling(temperature=temperature, max_tokens=4, seed=0))
