@@ -85,3 +85,42 @@ def test_the_summary_leaves_out_the_warm_up_iteration():
     text = summary(records, 3 * GiB, 4 * GiB, "x")
     assert text.splitlines()[-1] == ("gpu_smoke: x: generation 100 tok/s, learner 10 tok/s, step 3.5 s, "
                                      "peak memory 3.0 GiB (the plan: 4.0 GiB)")
+
+
+def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp_path, monkeypatch, capsys):
+    """gpu_check.sh stops a stage with SIGINT at its time limit: the figures of what finished still come back."""
+    import json
+
+    import gem_train.trainer
+    from gem_train.gpu_smoke import main
+
+    def one_iteration_then_stopped(cfg):
+        record = {"kind": "train", "iteration": 1, "rollout_tok_s": 50.0, "train_tok_s": 20.0, "rollout_s": 1.0,
+                  "update_s": 2.0, "sync_s": 0.1, "turns_trained": 16, "response_tokens": 24}
+        (tmp_path / "run" / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+        raise KeyboardInterrupt
+
+    (tmp_path / "run").mkdir()
+    monkeypatch.setattr(gem_train.trainer, "train", one_iteration_then_stopped)
+    assert main(["size=tiny", "device=cpu", "engine=hf", f"out={tmp_path / 'run'}"]) == 130
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "1 iterations in" in last and "then stopped: generation 50 tok/s, learner 20 tok/s" in last
+    assert json.loads((tmp_path / "run" / "gpu_smoke.json").read_text())["records"][0]["iteration"] == 1
+
+
+def test_the_offline_check_script_runs_its_stages_and_keeps_a_stopped_stages_files(tmp_path):
+    """gem-train/scripts/gpu_check.sh, as it runs on a GPU machine with no network, here at small width on CPU
+    (no bundle: the packages installed here): stage 1 finishes, stage 2 is stopped by its 1-second limit."""
+    import os
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "scripts" / "gpu_check.sh"
+    env = {**os.environ, "SIZE": "tiny", "DEVICE": "cpu", "PY": sys.executable, "OUT": str(tmp_path / "out"),
+           "BUNDLE": str(tmp_path / "no-bundle"), "TOK1": "16", "T1": "600", "T2": "1"}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = tmp_path / "out"
+    assert "gem-train" in (out / "versions.txt").read_text()
+    assert (out / "stage1.json").is_file() and (out / "stage1.metrics.jsonl").is_file()
+    assert "gpu_smoke: tiny on CPU (hf), 3 iterations" in (out / "stage1.log").read_text()
+    assert "== stage 2: exit 124 (the time limit)" in done.stdout and not (out / "stage2.json").exists()

@@ -159,19 +159,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     capacity = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 80 * GiB
     planned = peak(plan(cfg, capacity)[0]) if device == "cuda" else None
     started = time.perf_counter()
+    stopped = False
     with PeakMemory(device) as memory:
-        train(cfg)
-    records = [r for r in read_metrics(Path(cfg.experiment.output_dir) / "metrics.jsonl") if r["kind"] == "train"]
+        try:
+            train(cfg)
+        except KeyboardInterrupt:
+            # a time limit's SIGINT (gem-train/scripts/gpu_check.sh): the figures of the iterations that finished
+            stopped = True
+    metrics = Path(cfg.experiment.output_dir) / "metrics.jsonl"
+    records = [r for r in read_metrics(metrics) if r["kind"] == "train"] if metrics.exists() else []
     if not records:
-        print("gem_train.gpu_smoke: the run trained no iteration", file=sys.stderr)
+        print(f"gem_train.gpu_smoke: the run trained no iteration{' before it was stopped' if stopped else ''} "
+              f"({time.perf_counter() - started:.0f} s, peak memory {memory.peak / GiB:.1f} GiB)", file=sys.stderr)
         return 1
     label = (f"{options['size']} on {name} ({options['engine']}), {len(records)} iterations in "
-             f"{time.perf_counter() - started:.0f} s")
+             f"{time.perf_counter() - started:.0f} s{', then stopped' if stopped else ''}")
     text = summary(records, memory.peak, planned, label)
     print(text)
     (Path(cfg.experiment.output_dir) / "gpu_smoke.json").write_text(json.dumps(
         {"label": label, "peak_bytes": memory.peak, "planned_bytes": planned, "records": records}, indent=1))
-    return 0
+    return 130 if stopped else 0
 
 
 if __name__ == "__main__":

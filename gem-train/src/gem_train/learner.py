@@ -117,7 +117,11 @@ class Learner:
         self.device = next(model.parameters()).device
         if trainer.gradient_checkpointing:
             # recompute each layer in the backward pass: activations of one layer at a time, not all of them
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            # transformers 5.25 renamed it activation_checkpointing_enable and warns on the old name
+            if hasattr(model, "activation_checkpointing_enable"):
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             model.config.use_cache = False
         self.module = ActorCritic(model, critic, chunk=trainer.logprob_chunk)
         #: FSDP2 under torchrun (``trainer.strategy=fsdp``): the parameters are shards (DTensors) from here on
