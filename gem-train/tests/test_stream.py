@@ -225,3 +225,44 @@ def test_a_rollout_still_under_way_says_so_every_heartbeat(inline_envs, tokenize
     # seed 3 finished at 3 units and its slot began seed 4: four requests in the engine
     assert beats[0] == "[rollout] 5 s: 1 of 4 episodes done, 4 requests in the engine, 6 tokens returned so far"
     assert beats[1].startswith("[rollout] 10 s: 1 of 4 episodes done")
+
+
+def _take_within(stream: EpisodeStream, seconds: float, **want):
+    """``stream.take(**want)`` in a thread: its episodes, or a failure when it has not returned in time (the
+    stream waiting for episodes it no longer begins would otherwise hang the test)."""
+    import threading
+
+    taken: list = []
+    thread = threading.Thread(target=lambda: taken.append(stream.take(**want)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"take({want}) did not return in {seconds} s"
+    return taken[0]
+
+
+def test_a_take_of_turns_gets_them_from_episodes_shorter_than_the_mean_so_far(inline_envs, tokenizer):
+    """A take of ``turns`` whose episodes are shorter than the stream expects still gets its turns. It once
+    stopped for good: the stream begins episodes only up to ``1 + max_staleness`` takes' worth, estimated when
+    the take began, so 1-turn episodes (the first take, with no mean yet: a 1.7B model with random weights, 32
+    episodes and 128 turns a step, waited at 64 turns; or a policy that learnt to finish sooner than its mean)
+    filled that budget short of the turns, and nothing more began."""
+
+    class Shortening(Paced):
+        def reset(self, seed=None, **kwargs):
+            self.max_turns = 3 if seed < 4 else 1  # the first four three turns long, then one turn each
+            return super().reset(seed, **kwargs)
+
+    engine = LatencyEngine(tokenizer)
+    make_env = lambda: apply_wrappers(Shortening(), "messages", tokenizer=tokenizer)  # noqa: E731
+    with EpisodeStream(make_env, _policy(engine, tokenizer), seed_of_group=lambda g: g, group_size=1,
+                       concurrency=4, max_turns=3, loop=VirtualLoop(), heartbeat_s=None) as stream:
+        first = _take_within(stream, 60, episodes=4)
+        assert [len(ep.turns) for ep in first] == [3, 3, 3, 3]
+        stream.advance()
+        # the mean so far says about 2-3 turns an episode: 12 turns would take 5, the budget 10; they take 12
+        second = _take_within(stream, 60, episodes=2, turns=12)
+        assert sum(len(ep.turns) for ep in second) >= 12 and all(len(ep.turns) == 1 for ep in second[-8:])
+    with EpisodeStream(make_env, _policy(engine, tokenizer), seed_of_group=lambda g: g + 4, group_size=1,
+                       concurrency=8, max_turns=3, loop=VirtualLoop(), heartbeat_s=None) as stream:
+        # the first take: no mean yet, so 2 episodes' worth times two; 1-turn episodes, 8 turns wanted
+        assert sum(len(ep.turns) for ep in _take_within(stream, 60, episodes=2, turns=8)) >= 8

@@ -40,8 +40,10 @@ SIZES: dict[str, list[str]] = {
              "rollout.turns_per_iter=128", "rollout.concurrency=128", "trainer.micro_batch_tokens=16384",
              "trainer.logprob_chunk=1024", "rollout.vllm.gpu_memory_utilization=0.4",
              "rollout.vllm.kv_cache_memory_bytes=null", "rollout.vllm.enforce_eager=false"],
+    # the 1.7B run's rollout shape at an eighth: four times as many turns as episodes a step (a shape that once
+    # stopped the stream for good with 1-turn episodes, which a tiny check with two times did not show)
     "tiny": ["model.tiny.hidden_size=64", "model.tiny.num_heads=2", "rollout.max_tokens=24",
-             "model.tiny.embedding_rows=151936", "rollout.episodes_per_iter=8", "rollout.turns_per_iter=16",
+             "model.tiny.embedding_rows=151936", "rollout.episodes_per_iter=4", "rollout.turns_per_iter=16",
              "rollout.concurrency=16"],
 }
 #: with the HF engine, shorter turns: it holds a KV cache of ``model.max_model_len`` per request (the plan counts

@@ -34,6 +34,7 @@ and is handed back when the loop runs again).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -154,6 +155,8 @@ class EpisodeStream:
         self.begun_groups = 0  # groups whose first request went to the engine
         self._budget = 0
         self._finished_turns = self._finished_episodes = 0
+        #: the take under way: (episodes, turns)
+        self._want: tuple[int, int | None] = (0, None)
 
     @property
     def version(self) -> int:
@@ -194,11 +197,19 @@ class EpisodeStream:
         self.begun_groups += 1
         return True
 
-    def _set_budget(self, episodes: int, turns: int | None) -> None:
+    def _set_budget(self) -> None:
+        """The episodes the take under way needs, times ``1 + max_staleness``. With ``turns``: the episodes in
+        the pool and, for the turns they lack, as many more as the mean length so far takes. Set as the take
+        begins and again as each episode finishes: while the take lacks turns the budget stays above the pool,
+        so episodes shorter than the mean so far (the first take's, or a policy that learnt to finish sooner)
+        never stop the stream from beginning the ones it still needs."""
+        episodes, turns = self._want
         need = episodes
         if turns is not None and self._finished_episodes:
-            # episodes an iteration's turns take, at the mean length so far
-            need = max(need, -(-turns * self._finished_episodes // max(self._finished_turns, 1)))
+            pool = [ep for group in self._ready for ep in group]
+            lacking = turns - sum(len(ep.turns) for ep in pool if ep.error is None)
+            mean = self._finished_turns / self._finished_episodes
+            need = max(need, len(pool) + max(0, math.ceil(lacking / max(mean, 1e-9))))
         ahead = need * (1 + self.max_staleness) if self.max_staleness is not None else float("inf")
         self._budget = int(min(ahead, 10**9))
 
@@ -241,6 +252,7 @@ class EpisodeStream:
             self._active.discard(group)
             members.sort(key=lambda ep: ep.trajectory.episode)  # type: ignore[union-attr]
             self._ready.append(members)
+        self._set_budget()
         assert self._arrived is not None and self._gate is not None
         self._arrived.set()
         self._gate.changed()
@@ -254,7 +266,8 @@ class EpisodeStream:
         # per take: what the policy measured (its generation time and tokens) is this iteration's
         self.policy.generate_calls = self.policy.generated_tokens = 0
         self.policy.generate_intervals = []
-        self._set_budget(episodes, turns)
+        self._want = (episodes, turns)
+        self._set_budget()
         if self._task is None:
             self._gate = _Gate(self.policy, self._may_start)
             self._arrived = asyncio.Event()
