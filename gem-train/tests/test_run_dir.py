@@ -165,3 +165,14 @@ def test_curves_have_integer_iteration_ticks_and_legends_clear_of_the_data(tmp_p
         assert ticks and all(float(t).is_integer() for t in ticks), (ax.get_title(), ticks)
         legend = ax.get_legend().get_window_extent()
         assert not legend.overlaps(ax.get_window_extent()), ax.get_title()
+
+
+def test_a_dataset_that_is_not_here_is_one_line(tmp_path):
+    """The paper presets' datasets (ORZ-57k, HotpotQA, PrimeIntellect-15k) are on the hub only: without a local
+    copy the run stops with the env's own message in one line, and how to pass the file in gem-train's terms."""
+    done = gem_train(*SMALL, "env.id=toy:NoData-v0", "env.entry_point=toy_env:NoData", "trainer.sft.episodes=0",
+                     cwd=tmp_path)
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("gem-train: bad config: env.id: toy:NoData-v0: This env needs the dataset")
+    assert line.endswith("++env.kwargs.source=PATH") and "Traceback" not in done.stderr

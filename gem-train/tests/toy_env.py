@@ -108,3 +108,13 @@ class Stall(Chatter):
         if self.stuck and action not in CHATTER_ACTIONS:
             RELEASE.wait(120)
         return super().step(action)
+
+
+class NoData(Chatter):
+    """A dataset env whose data is not on this machine."""
+
+    def __init__(self, **kwargs) -> None:
+        from gem.errors import DataUnavailableError
+
+        raise DataUnavailableError("This env needs the dataset 'x/y', which is not available here. Either pass a "
+                                   "local copy: gem.make(<id>, source='data.jsonl').")
