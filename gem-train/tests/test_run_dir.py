@@ -176,3 +176,16 @@ def test_a_dataset_that_is_not_here_is_one_line(tmp_path):
     [line] = done.stderr.splitlines()
     assert line.startswith("gem-train: bad config: env.id: toy:NoData-v0: This env needs the dataset")
     assert line.endswith("++env.kwargs.source=PATH") and "Traceback" not in done.stderr
+
+
+def test_a_dataset_that_is_not_here_stops_the_run_before_the_weights_load(tmp_path):
+    """With a real model (``model=hf``) the env is made before the weights load, so a missing dataset is the first
+    thing said (here the folder's weights could not load at all; at 1.7B they would take a minute)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "qwen3"}')
+    done = gem_train(*SMALL, "env.id=toy:NoData-v0", "env.entry_point=toy_env:NoData", "trainer.sft.episodes=0",
+                     "model=hf", f"model.path={folder}", cwd=tmp_path)
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("gem-train: bad config: env.id: toy:NoData-v0: This env needs the dataset")

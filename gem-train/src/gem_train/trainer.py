@@ -172,6 +172,10 @@ class _Run:
             wandb_run=open_wandb(t.wandb_project, cfg.experiment.name, self.out, dataclasses.asdict(cfg))
             if t.wandb else None,
         ) if distributed.is_main() else _Unlogged()
+        if cfg.model.name == "hf":
+            # the env is made once before the weights load (the tiny model's build has made one): a dataset that is
+            # not here stops the run in a second, not after minutes of loading a real model
+            make_base_env().close()
         load_from = str(self.checkpoint) if self.checkpoint else init_path
         # float32 masters whatever model.dtype says: the learner computes in model.dtype, the sampler holds it
         began = time.perf_counter()
