@@ -81,6 +81,9 @@ def test_hf_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
     engine.load_weights(perturbed(model))
     check_against_hf(engine, model, ids, temperature=1.0, seed=2)
     check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
+    # the trainer's sync: (name, tensor) pairs made one at a time, as the learner's iter_weights gives them
+    engine.load_weights((k, v) for k, v in perturbed(model).items())
+    check_against_hf(engine, model, ids, temperature=1.0, seed=4)
 
 
 def test_hf_engine_uses_the_installed_transformers_cache_argument(tiny_model_path):
@@ -128,6 +131,9 @@ def test_vllm_engine_logprobs_match_forward_pass_and_sync(tiny_model_path):
         # after a sync the engine's greedy output is the learner's greedy output (and no longer the old model's)
         check_greedy_matches_learner(engine, model, ids, tok.eos_token_id)
         assert [g.token_ids for g in before] != [learner_greedy(model, p, 12, tok.eos_token_id) for p in ids]
+        # streamed pairs, one at a time, without the tied head's name: the engine names it itself
+        engine.load_weights((k, v) for k, v in perturbed(model).items() if k != "lm_head.weight")
+        check_against_hf(engine, model, ids, temperature=1.0, seed=3)
     finally:
         engine.close()
 

@@ -54,3 +54,46 @@ def test_the_learner_refuses_low_precision_parameters(tiny_model_path):
     model, tok = load_policy(tiny_model_path, "bfloat16")
     with pytest.raises(ValueError, match="float32 master weights"):
         Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id)
+
+
+def test_the_sync_wakes_the_sampler_then_streams_the_weights_in_its_dtype(tiny_model_path):
+    """After the update the sampler wakes first, then takes the weights as pairs made one at a time in its dtype:
+    a whole bf16 copy beside the woken vLLM would not fit 4B on 80 GB (``tests/test_plan.py``). The sampler is a
+    stand-in that records (vLLM's sleep mode needs a GPU)."""
+    from collections.abc import Mapping
+
+    from gem_train.trainer import _sync
+
+    model, tok = load_policy(tiny_model_path, "float32")
+    learner = Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id, compute_dtype="bfloat16")
+    events: list = []
+
+    class Sampler:
+        def wake(self) -> None:
+            events.append("wake")
+
+        def load_weights(self, weights) -> None:
+            assert not isinstance(weights, Mapping)  # pairs, each made as it is taken
+            events.extend(tensor.dtype for _, tensor in weights)
+
+    _sync(learner, Sampler(), torch.bfloat16)
+    assert events[0] == "wake" and set(events[1:]) == {torch.bfloat16}
+    assert len(events) - 1 == len(model.state_dict())
+
+
+def test_vllm_wakes_after_torch_gives_back_the_updates_cached_blocks(monkeypatch):
+    """vLLM's allocator is not torch's: the blocks the update freed go back to the device before vLLM takes its
+    share again, or the plan's peak (the larger phase, not their sum) would not hold. A stand-in for vllm.LLM
+    (sleep mode needs a GPU)."""
+    from types import SimpleNamespace
+
+    from gem_train.engines.vllm import VLLMEngine
+
+    calls: list[str] = []
+    engine = VLLMEngine.__new__(VLLMEngine)
+    config = SimpleNamespace(model_config=SimpleNamespace(enable_sleep_mode=True))
+    engine.llm = SimpleNamespace(llm_engine=SimpleNamespace(vllm_config=config),
+                                 wake_up=lambda: calls.append("wake_up"))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    engine.wake()
+    assert calls == ["empty_cache", "wake_up"]

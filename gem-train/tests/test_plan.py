@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gem_train.plan import GiB, Shape, main, parse_size
+from gem_train.plan import ASLEEP, SYNC, GiB, Shape, main, parse_size, peak, plan
 
 #: the shapes of the paper's models (their config.json, the fields the plan reads)
 QWEN3 = {
@@ -18,6 +18,15 @@ QWEN3 = {
     "4B": {"hidden_size": 2560, "num_hidden_layers": 36, "intermediate_size": 9728, "vocab_size": 151936,
            "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True},
 }
+
+
+def _config(*overrides):
+    from hydra import compose, initialize_config_module
+
+    from gem_train.cli import to_train_config
+
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        return to_train_config(compose("config", overrides=list(overrides)))
 
 
 def model_dir(tmp_path, size):
@@ -53,7 +62,7 @@ def test_without_gradient_checkpointing_and_chunks_the_plan_says_to_turn_them_on
 
 def test_qwen3_4b_fits_80gb_because_vllm_sleeps_during_the_update(tmp_path, capsys):
     """The peak is the larger phase: the update (every learner row, vLLM asleep) or generation (the learner's
-    weights and moments beside vLLM's share). 4B: 77 GiB at a 0.4 share; a 0.6 share does not fit, and the plan
+    weights and moments beside vLLM's share). 4B: 78 GiB at a 0.4 share; a 0.6 share does not fit, and the plan
     names the share."""
     path = model_dir(tmp_path, "4B")
     assert main(["experiment=paper_math", f"model.path={path}"]) == 0
@@ -93,3 +102,21 @@ def test_fsdp_divides_the_learners_weights_gradients_and_optimizer_by_the_gpus(t
     assert main(["experiment=paper_math", f"model.path={path}", "gpu_memory=40GiB", "trainer.strategy=fsdp",
                  "gpus=8", "rollout.vllm.gpu_memory_utilization=0.3"]) == 0
     assert "AdamW moments (float32, 1/8)" in capsys.readouterr().out
+
+
+def test_the_weight_sync_adds_one_tensor_not_a_copy_of_the_model(tmp_path, capsys):
+    """After the update vLLM wakes (its share back) and the weights stream in one tensor at a time: the sync holds
+    the learner's masters and moments, the sampler and the embedding in bf16. A whole bf16 copy beside them, as the
+    sync once made, would take 4B over 80 GB (15 + 30 + 32 + 7.5 GiB); sharded, the gathered copy is counted."""
+    path = model_dir(tmp_path, "4B")
+    rows = dict(plan(_config("experiment=paper_math", f"model.path={path}"), 80 * GiB)[0])
+    [(name, sync)] = [(n, b) for n, b in rows.items() if n.startswith(SYNC)]
+    assert "a tensor at a time" in name and sync == 2 * 151936 * 2560
+    kept = rows["master weights (float32)"] + rows["AdamW moments (float32)"]
+    assert peak(list(rows.items())) >= kept + rows[next(n for n in rows if n.startswith(ASLEEP))] + sync
+    whole = kept + int(0.4 * 80 * GiB) + rows["autocast copies (bfloat16)"]
+    assert whole > 80 * GiB  # what a whole copy at the sync would need
+    sharded = dict(plan(_config("experiment=paper_math", f"model.path={path}", "trainer.strategy=fsdp"),
+                        80 * GiB, gpus=2)[0])
+    assert any(n.startswith(SYNC) and "gathered" in n and b == rows["autocast copies (bfloat16)"]
+               for n, b in sharded.items())

@@ -326,15 +326,18 @@ class Learner:
             total += float(loss.detach())
         return {"sft_loss": distributed.all_sum({"sft_loss": total})["sft_loss"], **self._step()}
 
-    def state_dict(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
-        """The model's weights, detached, for the engine: in ``dtype`` (the sampler's) when given, else the
-        float32 masters. Sharded (fsdp), each weight is gathered whole and cast in turn, one at a time, on every
-        rank: a collective every rank calls."""
-        out = {}
+    def iter_weights(self, dtype: torch.dtype | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+        """The model's weights, detached, one at a time, for the engine: in ``dtype`` (the sampler's) when given,
+        else the float32 masters; each cast as it is taken, so one tensor's copy exists at once, not the whole
+        model's beside the woken sampler. Sharded (fsdp), each weight is gathered whole in turn on every rank: a
+        collective, so every rank takes all of them, in order, on its main thread."""
         for k, v in self.model.state_dict().items():
             v = distributed.full_tensor(v.detach())
-            out[k] = v if dtype is None or not v.is_floating_point() else v.to(dtype)
-        return out
+            yield k, v if dtype is None or not v.is_floating_point() else v.to(dtype)
+
+    def state_dict(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+        """:meth:`iter_weights`, all of them at once."""
+        return dict(self.iter_weights(dtype))
 
     def optimizer_state(self) -> dict[str, Any]:
         """The optimizer's state as a checkpoint holds it: sharded (fsdp), gathered whole and keyed by parameter

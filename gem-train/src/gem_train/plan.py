@@ -112,6 +112,11 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
     else:
         kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency * cfg.model.max_model_len
         rows.append(("sampler: HF engine's weights and KV cache", compute * p + kv))
+    # the sync streams the weights in one tensor at a time (the largest: the embedding); sharded, the whole copy is
+    # gathered first
+    rows.append((f"{SYNC}the whole model gathered ({cfg.model.dtype})", compute * p) if t.strategy == "fsdp" else
+                (f"{SYNC}a tensor at a time (the embedding, {cfg.model.dtype})",
+                 compute * shape.vocab * shape.hidden))
     fixes = []
     if peak(rows) > gpu_memory:
         if not t.gradient_checkpointing:
@@ -132,19 +137,21 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
 
 #: the label of the sampler's share when it sleeps during the update (vLLM on a GPU)
 ASLEEP = "sampler, asleep in updates: "
+#: the label of what the weight sync adds to the sampler and the learner's kept rows (after the update)
+SYNC = "weight sync: "
 #: what the learner keeps while the sampler generates (the gradients are freed after each step)
 _KEPT = ("master weights", "AdamW moments")
 
 
 def peak(rows: Sequence[tuple[str, int]]) -> int:
-    """The most the GPU holds at once: during the update every learner row, during generation the learner's kept
-    rows and the sampler's; a sampler that does not sleep adds to both.
+    """The most the GPU holds at once: during the update every learner row, during generation and the weight sync
+    the learner's kept rows, the sampler's and the sync's; a sampler that does not sleep adds to both.
 
-    >>> peak([("master weights (float32)", 4), ("gradients (float32)", 4), (ASLEEP + "vLLM", 10)])
-    14
+    >>> peak([("master weights (float32)", 4), ("gradients (float32)", 4), (ASLEEP + "vLLM", 10), (SYNC + "x", 1)])
+    15
     """
-    update = sum(b for name, b in rows if not name.startswith(ASLEEP))
-    generation = sum(b for name, b in rows if name.startswith((*_KEPT, "sampler")))
+    update = sum(b for name, b in rows if not name.startswith((ASLEEP, SYNC)))
+    generation = sum(b for name, b in rows if name.startswith((*_KEPT, "sampler", SYNC)))
     return max(update, generation)
 
 
@@ -159,7 +166,7 @@ def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
              f"{shape.parameters / 1e9:.2f}B parameters, {shape.layers} layers, hidden {shape.hidden}, "
              f"vocabulary {shape.vocab}"]
     lines += [f"  {name:<60} {size / GiB:8.2f} GiB" for name, size in rows]
-    lines.append(f"  {'peak (the update, or generation with the learner kept)':<60} {total / GiB:8.2f} GiB of "
+    lines.append(f"  {'peak (the update, or generation and sync)':<60} {total / GiB:8.2f} GiB of "
                  f"{gpu_memory / GiB:.0f} GiB")
     lines.append(f"a step: about {turns} turns of up to {r.max_tokens} response tokens "
                  f"({turns * r.max_tokens} response tokens; prompts up to {cfg.model.max_model_len} tokens each), "

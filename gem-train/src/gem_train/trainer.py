@@ -502,6 +502,22 @@ def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:
     return summary
 
 
+def _sync(learner: Learner, engine: Engine | None, dtype: torch.dtype) -> None:
+    """The updated weights into the sampler. The engine wakes first (vLLM on a GPU takes back its share), then the
+    weights stream in one tensor at a time in its dtype, so the sync holds the learner's masters and moments, the
+    sampler and one tensor, not also a whole copy of the model (at 4B on 80 GB that copy does not fit). Sharded, the
+    gather is a collective every rank takes part in, engine or not, on its main thread (vllm_async loads on its
+    stepping thread): the whole copy is gathered first."""
+    if learner.sharded:
+        weights = learner.state_dict(dtype)
+        if engine is not None:
+            wake(engine)
+            engine.load_weights(weights)
+    elif engine is not None:
+        wake(engine)
+        engine.load_weights(learner.iter_weights(dtype))
+
+
 def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
     torch.manual_seed(cfg.trainer.seed)
     from transformers.utils import logging as hf_logging
@@ -560,11 +576,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
             batch = run.shards.learner_share(batch)
             update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
-            # sharded, gathering the weights is a collective: every rank takes part, engine or not
-            weights = learner.state_dict(DTYPES[cfg.model.dtype]) if engine is not None or learner.sharded else None
-            if engine is not None:
-                wake(engine)
-                engine.load_weights(weights)
+            _sync(learner, engine, DTYPES[cfg.model.dtype])
             if stream is not None:
                 stream.advance()
             t3 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +17,17 @@ def request_seeds(n: int, sampling: Sampling, seeds: Sequence[int] | None) -> li
             raise ValueError(f"{n} prompts but {len(seeds)} seeds")
         return list(seeds)
     return [None if sampling.seed is None else sampling.seed + i for i in range(n)]
+
+
+#: what an engine's ``load_weights`` takes: a state dict, or ``(name, tensor)`` pairs made one at a time (the learner's
+#: :meth:`~gem_train.learner.Learner.iter_weights`: one tensor's copy in the sampler's dtype exists at once, not the
+#: whole model's, beside the sampler's own memory)
+Weights = Mapping[str, Any] | Iterable[tuple[str, Any]]
+
+
+def weight_pairs(weights: Weights) -> Iterator[tuple[str, Any]]:
+    """The ``(name, tensor)`` pairs of ``weights``, a state dict or pairs, in order."""
+    return iter(weights.items()) if isinstance(weights, Mapping) else iter(weights)
 
 
 @dataclass
@@ -40,8 +51,8 @@ class Engine(Protocol):
         tokens whichever batch it lands in; without it request ``i`` uses ``sampling.seed + i``.
         """
 
-    def load_weights(self, state_dict: dict[str, Any]) -> None:
-        """Replace the served model's weights (after a policy update)."""
+    def load_weights(self, weights: Weights) -> None:
+        """Replace the served model's weights (after a policy update): a state dict or pairs taken in turn."""
 
     def close(self) -> None:
         """Free the engine's memory and threads."""
@@ -54,7 +65,7 @@ def sleep(engine: Engine | None) -> None:
 
 
 def wake(engine: Engine | None) -> None:
-    """Take the memory back before the weight load (after :func:`sleep`)."""
+    """Take the memory back before the weight load (after :func:`sleep`); the weights then stream in."""
     if engine is not None and hasattr(engine, "wake"):
         engine.wake()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from gem_train.engines.base import Generation, Sampling, request_seeds
+from gem_train.engines.base import Generation, Sampling, Weights, request_seeds, weight_pairs
 
 
 def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -119,8 +119,14 @@ class HFEngine:
             for t, lp in zip(tokens, logprobs)
         ]
 
-    def load_weights(self, state_dict: dict[str, Any]) -> None:
-        self.model.load_state_dict(state_dict, strict=False)
+    def load_weights(self, weights: Weights) -> None:
+        # each tensor copied into place as it comes (and cast to the sampler's dtype), none kept; names the model
+        # does not have are passed over, as load_state_dict(strict=False) would
+        own = self.model.state_dict()
+        with torch.no_grad():
+            for name, tensor in weight_pairs(weights):
+                if name in own:
+                    own[name].copy_(tensor)
 
     def close(self) -> None:
         self.model = None

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from gem_train.engines.base import Generation, Sampling, request_seeds
+from gem_train.engines.base import Generation, Sampling, Weights, request_seeds, weight_pairs
 
 
 @contextlib.contextmanager
@@ -79,9 +79,25 @@ def executor_options(on_cpu: bool, launched: bool) -> dict[str, Any]:
             "enable_sleep_mode": not on_cpu}
 
 
-def _reload(worker: Any, state_dict: dict[str, Any]) -> None:
-    # runs inside the worker; reload_weights repacks tensors the way the backend stores them
-    worker.reload_weights(weights_iterator=iter(state_dict.items()))
+def _reload(worker: Any, pairs: Iterator[tuple[str, Any]]) -> None:
+    # runs inside the worker (in this process); reload_weights repacks tensors the way the backend stores them,
+    # taking the pairs in turn
+    worker.reload_weights(weights_iterator=pairs)
+
+
+def _with_tied_head(pairs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """``pairs`` with the embedding also sent as ``lm_head.weight``: with tied embeddings vLLM keeps a separate head
+    that a reload only refreshes when named (a learner's state dict may name it or not; it is sent once)."""
+    head_sent = False
+    for name, tensor in pairs:
+        if name == "lm_head.weight":
+            if head_sent:
+                continue
+            head_sent = True
+        yield name, tensor
+        if name == "model.embed_tokens.weight" and not head_sent:
+            head_sent = True
+            yield "lm_head.weight", tensor
 
 
 def sampling_params(sampling: Sampling, seed: int | None, stop_ids: Sequence[int] = ()) -> Any:
@@ -190,14 +206,16 @@ class VLLMEngine:
     def wake(self) -> None:
         """Take the memory back before the weight load (a no-op where the engine did not sleep)."""
         if self.sleeps:
+            # the update's freed blocks go back from torch's cache to the device first: vLLM's allocator is not
+            # torch's and cannot take memory torch holds (the plan's peak assumes it is given back)
+            import torch
+
+            torch.cuda.empty_cache()
             self.llm.wake_up()
 
-    def load_weights(self, state_dict: dict[str, Any]) -> None:
-        weights = dict(state_dict)
-        if self.tied and "lm_head.weight" not in weights and "model.embed_tokens.weight" in weights:
-            # with tied embeddings vLLM keeps a separate head that a reload only refreshes when named
-            weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
-        self.llm.collective_rpc(_reload, args=(weights,))
+    def load_weights(self, weights: Weights) -> None:
+        pairs = weight_pairs(weights)
+        self.llm.collective_rpc(_reload, args=(_with_tied_head(pairs) if self.tied else pairs,))
         self.llm.reset_prefix_cache()
 
     def close(self) -> None:

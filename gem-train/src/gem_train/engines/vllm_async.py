@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from gem_train.engines.base import Generation, Sampling
+from gem_train.engines.base import Generation, Sampling, Weights
 from gem_train.engines.vllm import VLLMEngine, sampling_params, to_generation
 
 # what the loop thread hands the stepping thread: a request, or a call to run between steps
@@ -63,9 +63,9 @@ class VLLMAsyncEngine(VLLMEngine):
         self._inbox.put((f"gem-{next(self._ids)}", prompt, params, loop, future))
         return await future
 
-    def load_weights(self, state_dict: dict[str, Any]) -> None:
+    def load_weights(self, weights: Weights) -> None:
         # between decode steps, on the stepping thread (a reload during a step would corrupt it)
-        self._call(lambda: super(VLLMAsyncEngine, self).load_weights(state_dict))
+        self._call(lambda: super(VLLMAsyncEngine, self).load_weights(weights))
 
     def sleep(self) -> None:
         self._call(lambda: super(VLLMAsyncEngine, self).sleep())
