@@ -58,12 +58,14 @@ def preflight(overrides: list[str]) -> None:
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> None:
     from gem.errors import DataUnavailableError
-    from gem_train.trainer import train
+    from gem_train.trainer import OutOfDeviceMemory, train
 
     try:
         train(to_train_config(cfg))  # checks the config again: preflight leaves Hydra's flags alone
     except ConfigError as exc:
         raise _bad_config(exc) from None
+    except OutOfDeviceMemory as exc:
+        raise SystemExit(f"gem-train: {exc}") from None
     except DataUnavailableError as exc:
         # a dataset env whose data is not here (the paper presets' hub datasets): one line, not a traceback
         raise _bad_config(ConfigError(f"env.id: {cfg.env.id}: {exc} In gem-train the keyword arguments go in "

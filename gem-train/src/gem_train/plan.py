@@ -155,6 +155,48 @@ def peak(rows: Sequence[tuple[str, int]]) -> int:
     return max(update, generation)
 
 
+#: torch's words for a device out of memory, also where an episode's error comes back as text (the stream's)
+_OOM_TEXT = re.compile(r"(CUDA|MPS|XPU|HIP) out of memory|OutOfMemoryError")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from, is the device running out of memory."""
+    import torch
+
+    kind = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes, not a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, kind) or _OOM_TEXT.search(str(seen)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def memory_fields(cfg: Any, phase: str) -> list[str]:
+    """The settings that size ``phase``'s memory (``update``, ``generation``, ``evaluation``, ``weight sync``, or a
+    phase of the setup), with their values: what to change when the device runs out of memory there."""
+    t, r = cfg.trainer, cfg.rollout
+    learner = [f"trainer.micro_batch_tokens (now {t.micro_batch_tokens})" if t.micro_batch_tokens else
+               f"trainer.micro_batch_size (now {t.micro_batch_size}; or a token budget, trainer.micro_batch_tokens)",
+               f"trainer.logprob_chunk (now {t.logprob_chunk})" if t.logprob_chunk else "trainer.logprob_chunk=1024"]
+    if not t.gradient_checkpointing:
+        learner.append("trainer.gradient_checkpointing=true")
+    sampler = ([f"rollout.vllm.gpu_memory_utilization (now {r.vllm.gpu_memory_utilization:g})"] if r.engine in _VLLM
+               else [f"rollout.concurrency (now {r.concurrency})", f"rollout.max_tokens (now {r.max_tokens})"])
+    if phase in ("update", "warm start (SFT)"):
+        # the HF engine keeps its weights through the update; vLLM sleeps
+        fields = learner + ([] if r.engine in _VLLM else sampler[:1])
+    elif phase in ("generation", "evaluation", "weight sync", "sampler start"):
+        fields = sampler
+    else:
+        fields = []
+    if t.strategy != "fsdp":
+        fields.append("trainer.strategy=fsdp over more GPUs (each holds a share of the weights and optimizer)")
+    return [*fields, "a GPU with more memory"]
+
+
 def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
     """The plan as text, and whether it fits."""
     rows, fixes = plan(cfg, gpu_memory, gpus)

@@ -36,6 +36,10 @@ RESUMABLE = (
     "env.eval_ids", "model.hub_name", "rollout.concurrency", "rollout.batch_wait_ms", "rollout.vllm",
     "rollout.step_timeout", "rollout.episode_timeout", "rollout.processes", "experiment",
     "tiny_scale",  # what it sets is compared where it lands, in trainer.* and rollout.*
+    # how the update is cut to fit memory, not what it computes (the same gradients: tests/test_learner_memory.py),
+    # so a run stopped out of memory resumes with smaller pieces
+    "trainer.micro_batch_size", "trainer.micro_batch_tokens", "trainer.logprob_chunk",
+    "trainer.gradient_checkpointing",
 )
 # what a run writes into its folder besides metrics.jsonl (which MetricsLog starts afresh); a run that starts
 # over removes them, so no checkpoint, built model, event file or environment record of an earlier run is mixed

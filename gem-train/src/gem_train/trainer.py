@@ -130,6 +130,44 @@ def train_seeds(iteration: int, cfg: TrainConfig, wave: int = 0) -> tuple[list[i
     return seeds, [wave * groups + g for g in range(groups) for _ in range(cfg.algo.group_size)]
 
 
+class OutOfDeviceMemory(RuntimeError):
+    """The device ran out of memory in one phase of the run; the message names it and the settings that size it."""
+
+
+@dataclasses.dataclass
+class _Phase:
+    """Where the run is (what an out-of-memory error is reported against)."""
+
+    name: str = "setup"
+    iteration: int = 0
+
+    def at(self, name: str, iteration: int | None = None) -> None:
+        self.name = name
+        if iteration is not None:
+            self.iteration = iteration
+
+
+def _out_of_memory(cfg: TrainConfig, phase: _Phase, exc: BaseException) -> OutOfDeviceMemory:
+    """One paragraph for a run out of device memory: where, how full the device was, the settings that size that
+    phase with their values, and the checkpoint to resume from (those settings may change on resume)."""
+    from gem_train.checkpoint import latest_checkpoint
+    from gem_train.plan import GiB, memory_fields
+
+    text = " ".join(str(exc).split())
+    first = ". ".join(text.split(". ")[:2])[:200] if text else type(exc).__name__  # torch's: what it tried to take
+    held = ""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        free, total = torch.cuda.mem_get_info()
+        held = f", {(total - free) / GiB:.1f} of {total / GiB:.1f} GiB in use"
+    where = f"the {phase.name}" + (f" of iteration {phase.iteration}" if phase.iteration else "")
+    done = latest_checkpoint(cfg.experiment.output_dir)
+    kept = (f" The checkpoint of iteration {load_trainer_state(done)['iteration']} is kept: the same command with "
+            "smaller pieces resumes from it." if done is not None else "")
+    return OutOfDeviceMemory(
+        f"out of device memory in {where} ({first}{held}). What sizes it: {'; '.join(memory_fields(cfg, phase.name))}."
+        f" python -m gem_train.plan with the same overrides estimates each part.{kept}")
+
+
 class _Unlogged:
     """The metrics log of the ranks other than 0: a record is returned, not written."""
 
@@ -459,8 +497,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.trainer.threads)
     d = cfg.trainer.distributed
     joined = distributed.init(resolve_device(cfg.trainer.device), d.backend, d.timeout_minutes)
+    phase = _Phase()
     try:
-        return _train(cfg, checkpoint)
+        return _train(cfg, checkpoint, phase)
+    except Exception as exc:
+        from gem_train.plan import is_out_of_memory
+
+        if is_out_of_memory(exc):
+            raise _out_of_memory(cfg, phase, exc) from exc
+        raise
     finally:
         if joined:
             distributed.shutdown()
@@ -518,7 +563,7 @@ def _sync(learner: Learner, engine: Engine | None, dtype: torch.dtype) -> None:
         engine.load_weights(learner.iter_weights(dtype))
 
 
-def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
+def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str, Any]:
     torch.manual_seed(cfg.trainer.seed)
     from transformers.utils import logging as hf_logging
 
@@ -538,11 +583,13 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                  f"{', '.join(changed)}")
     start_iteration = int(run.state.get("iteration", 0))
     if t.sft.episodes > 0 and not run.state.get("sft_done", False):
+        phase.at("warm start (SFT)")
         _sft(run)
         if main:
             # iteration 0: the warm-started model, so a resumed run does not repeat the SFT stage
             save_checkpoint(run.out, 0, run.model, run.tokenizer, None, run.record)
     began = time.perf_counter()
+    phase.at("sampler start")
     engine = run.engine() if run.shards.plays else None
     if engine is not None:
         setup_line(f"sampler ({cfg.rollout.engine}) ready in {time.perf_counter() - began:.0f} s")
@@ -562,20 +609,24 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
         if main and t.eval_every > 0 and not any(r["kind"] == "eval" and r.get("iteration") == start_iteration
                                                  for r in logged):
             # a resumed run whose checkpoint iteration was evaluated already does not log that evaluation twice
+            phase.at("evaluation")
             summary["first_eval"] = _evaluate(run, engine, start_iteration)
         stream = _stream(run, engine)
         for iteration in range(start_iteration + 1, t.iterations + 1):
             t0 = time.perf_counter()
+            phase.at("generation", iteration)
             rollout = _take_iteration(run, stream) if carries_over(cfg) else _collect_iteration(
                 run, engine, iteration)
             t1 = time.perf_counter()
             _report_faults(iteration, rollout)
+            phase.at("update")
             sleep(engine)  # vLLM on a GPU frees its weights and KV cache for the update
             batch, staleness = _drop_stale(algorithm.prepare(rollout.intact, rollout.keep), stream,
                                            cfg.rollout.max_staleness)
             batch = run.shards.learner_share(batch)
             update = learner.update(batch.samples, seed=derive_seed(cfg.trainer.seed, iteration, 1), **batch.inputs)
             t2 = time.perf_counter()
+            phase.at("weight sync")
             _sync(learner, engine, DTYPES[cfg.model.dtype])
             if stream is not None:
                 stream.advance()
@@ -590,12 +641,14 @@ def _train(cfg: TrainConfig, checkpoint: Path | None) -> dict[str, Any]:
                 env_fingerprint=run.fingerprints[cfg.env.id],
             )
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
+                phase.at("evaluation")
                 summary["last_eval"] = _evaluate(run, engine, iteration)
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
                 if carries_over(cfg):  # a resumed run's stream starts after every rank's started groups
                     run.record["stream_next_group"] = max(distributed.all_gather(
                         stream.next_group if stream is not None else 0))
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+                phase.at("checkpoint")
                 # sharded, the float32 weights and the optimizer are gathered first, by every rank
                 gathered = (learner.state_dict(), learner.optimizer_state()) if learner.sharded else (None, None)
                 if main:
