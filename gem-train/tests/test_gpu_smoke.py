@@ -89,9 +89,13 @@ def test_the_summary_leaves_out_the_warm_up_iteration():
                                      "peak memory 3.0 GiB (the plan: 4.0 GiB)")
 
 
-def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp_path, monkeypatch, capsys):
-    """gpu_check.sh stops a stage with SIGINT at its time limit: the figures of what finished still come back."""
+@pytest.mark.parametrize("stop", ["time limit", "out of memory"])
+def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp_path, monkeypatch, capsys, stop):
+    """gpu_check.sh stops a stage with SIGINT at its time limit: the figures of what finished still come back; so
+    they do when the device ran out of memory, with the trainer's line on where."""
     import json
+
+    from gem_train.trainer import OutOfDeviceMemory
 
     import gem_train.trainer
     from gem_train.gpu_smoke import main
@@ -100,12 +104,15 @@ def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp
         record = {"kind": "train", "iteration": 1, "rollout_tok_s": 50.0, "train_tok_s": 20.0, "rollout_s": 1.0,
                   "update_s": 2.0, "sync_s": 0.1, "turns_trained": 16, "response_tokens": 24}
         (tmp_path / "run" / "metrics.jsonl").write_text(json.dumps(record) + "\n")
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if stop == "time limit" else OutOfDeviceMemory("out of device memory in the update")
 
     (tmp_path / "run").mkdir()
     monkeypatch.setattr(gem_train.trainer, "train", one_iteration_then_stopped)
-    assert main(["size=tiny", "device=cpu", "engine=hf", f"out={tmp_path / 'run'}"]) == 130
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main(["size=tiny", "device=cpu", "engine=hf", f"out={tmp_path / 'run'}"]) == (
+        130 if stop == "time limit" else 1)
+    said = capsys.readouterr()
+    assert ("out of device memory in the update" in said.err) == (stop == "out of memory")
+    last = said.out.strip().splitlines()[-1]
     assert "1 iterations in" in last and "then stopped: generation 50 tok/s, learner 20 tok/s" in last
     assert json.loads((tmp_path / "run" / "gpu_smoke.json").read_text())["records"][0]["iteration"] == 1
 

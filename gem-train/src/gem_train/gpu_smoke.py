@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gem_train.cli import to_train_config
     from gem_train.metrics_log import read_metrics
     from gem_train.plan import peak, plan
-    from gem_train.trainer import train
+    from gem_train.trainer import OutOfDeviceMemory, train
 
     with initialize_config_module("gem_train.conf", version_base="1.3"):
         cfg = to_train_config(compose("config", overrides=overrides(
@@ -162,12 +162,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     planned = peak(plan(cfg, capacity)[0]) if device == "cuda" else None
     started = time.perf_counter()
     stopped = False
+    out_of_memory = None
     with PeakMemory(device) as memory:
         try:
             train(cfg)
         except KeyboardInterrupt:
             # a time limit's SIGINT (gem-train/scripts/gpu_check.sh): the figures of the iterations that finished
             stopped = True
+        except OutOfDeviceMemory as exc:
+            # a figure too: where it ran out, and what finished before
+            print(f"gem_train.gpu_smoke: {exc}", file=sys.stderr)
+            stopped, out_of_memory = True, exc
     metrics = Path(cfg.experiment.output_dir) / "metrics.jsonl"
     records = [r for r in read_metrics(metrics) if r["kind"] == "train"] if metrics.exists() else []
     if not records:
@@ -180,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     (Path(cfg.experiment.output_dir) / "gpu_smoke.json").write_text(json.dumps(
         {"label": label, "peak_bytes": memory.peak, "planned_bytes": planned, "records": records}, indent=1))
-    return 130 if stopped else 0
+    return 1 if out_of_memory is not None else 130 if stopped else 0
 
 
 if __name__ == "__main__":
