@@ -95,10 +95,9 @@ def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp
     they do when the device ran out of memory, with the trainer's line on where."""
     import json
 
-    from gem_train.trainer import OutOfDeviceMemory
-
     import gem_train.trainer
     from gem_train.gpu_smoke import main
+    from gem_train.trainer import OutOfDeviceMemory
 
     def one_iteration_then_stopped(cfg):
         record = {"kind": "train", "iteration": 1, "rollout_tok_s": 50.0, "train_tok_s": 20.0, "rollout_s": 1.0,
