@@ -8,7 +8,8 @@ compute dtype), the activations of one micro-batch at the token budget (every la
 the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
 sampler holds (vLLM's ``gpu_memory_utilization`` share; the HF engine's weights and KV cache); then the step's token
 counts. vLLM sleeps during the update on a GPU, so the peak is the larger of the update (every learner row) and
-generation (the learner's weights and moments beside vLLM's share). Exits 1, naming the fields to change, when the
+generation (the learner's weights and moments beside vLLM's share, and during the weight sync the one tensor in
+flight, or sharded the gathered copy). Exits 1, naming the fields to change, when the
 peak does not fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
 
 With ``trainer.strategy=ddp`` every GPU holds the whole model and optimizer, so ``gpus`` divides the batch, not the
