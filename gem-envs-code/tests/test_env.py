@@ -25,7 +25,8 @@ def make(problems=(ADD,), **kw) -> CodeEnv:
 
 def test_correct_wrong_and_no_code() -> None:
     env = make()
-    assert env.step(fenced("a, b = map(int, input().split())\nprint(a + b, ' ')"))[1:3] == (1.0, True)
+    step = env.step(fenced("a, b = map(int, input().split())\nprint(a + b, ' ')"))
+    assert step[1:3] == (1.0, True), str(step[4])
     env.reset()
     obs, reward, terminated, truncated, info = env.step(fenced("print(3)"))
     # single-turn: truncated too, as the reference

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +170,25 @@ def preload_names(interpreter: Interpreter) -> list[str]:
     return names
 
 
+_SPAWNER: ThreadPoolExecutor | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> ThreadPoolExecutor:
+    """The thread that starts every zygote of this process, kept for the process's life. A sandbox dies with
+    the thread that started it (bwrap's ``--die-with-parent`` is the kernel's parent-death signal, sent when
+    that *thread* exits): a zygote started from a short-lived thread (a thread pool's worker, ``run_sync``'s
+    helper thread) was killed when the thread ended, with whatever run it was serving then (a right answer
+    scored 0, "killed by signal 9")."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="gem-zygote-spawner")
+        return _SPAWNER
+
+
 async def spawn(backend: Backend, interpreter: Interpreter, env: dict[str, str], tmp_size: int) -> Zygote:
-    """Start a zygote in ``backend``'s isolation and wait until it is ready."""
+    """Start a zygote in ``backend``'s isolation (from :func:`_spawner`'s thread) and wait until it is ready."""
     if keyring_filter() is None:  # runs of one zygote share its uid's keyrings: never without the filter
         raise WarmUnavailable(f"no keyring filter for this machine ({os.uname().machine})")
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -178,22 +196,31 @@ async def spawn(backend: Backend, interpreter: Interpreter, env: dict[str, str],
     launch: Launch = backend.launch(Job(argv, {}, env, Limits(tmp_size=tmp_size, **_ZYGOTE_LIMITS), interpreter))
     errors = os.memfd_create("gem-zygote-stderr")
     group = _zygote_group()
+    started = _spawner().submit(
+        subprocess.Popen, (group.enter_argv() if group else []) + launch.argv, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=errors, env=launch.env, cwd=launch.cwd,
+        pass_fds=(*launch.pass_fds, theirs.fileno()), user=launch.user, group=launch.group,
+        extra_groups=[] if launch.user is not None else None, start_new_session=True,
+    )  # fmt: skip
     try:
-        popen = subprocess.Popen(
-            (group.enter_argv() if group else []) + launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=errors, env=launch.env, cwd=launch.cwd, pass_fds=(*launch.pass_fds, theirs.fileno()),
-            user=launch.user, group=launch.group, extra_groups=[] if launch.user is not None else None,
-            start_new_session=True,
-        )  # fmt: skip
+        popen = await asyncio.wrap_future(started)
     except OSError as exc:
         ours.close()
         os.close(errors)
         if group is not None:
             group.remove()
         raise WarmUnavailable(f"cannot start a zygote: {exc}") from None
+    except BaseException:
+        # cancelled while it starts: the zygote is stopped once it has (nobody else will)
+        started.add_done_callback(lambda done: _stop_unclaimed(done, ours, errors, launch.host_uid, group))
+        raise
     finally:
-        theirs.close()
-        launch.close()
+        # the child holds its copies; the spawner has finished with these (or never will start)
+        if started.done():
+            theirs.close()
+            launch.close()
+        else:
+            started.add_done_callback(lambda _: (theirs.close(), launch.close()))
     ours.setblocking(False)
     zygote = Zygote(popen, ours, errors, launch.host_uid, group)
     try:
@@ -209,6 +236,18 @@ async def spawn(backend: Backend, interpreter: Interpreter, env: dict[str, str],
         zygote.destroy()
         raise WarmUnavailable(f"the zygote did not start: {why[0]}") from None
     return zygote
+
+
+def _stop_unclaimed(started: Future, sock: socket.socket, errors: int, host_uid: int | None,
+                    group: cgroups.RunGroup | None) -> None:
+    """Stop a zygote whose caller was cancelled while it started (or release what was set up for it)."""
+    if not started.cancelled() and started.exception() is None:
+        Zygote(started.result(), sock, errors, host_uid, group).destroy()
+        return
+    sock.close()
+    os.close(errors)
+    if group is not None:
+        group.remove()
 
 
 def _zygote_group() -> cgroups.RunGroup | None:
@@ -351,7 +390,10 @@ def close_pools() -> None:
 
 
 def _forget_pools() -> None:
-    # a forked copy of this process must not talk to its parent's zygotes
+    # a forked copy of this process must not talk to its parent's zygotes (nor use its spawner, whose thread
+    # the fork did not copy)
+    global _SPAWNER, _SPAWNER_LOCK
+    _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
     for pool in _POOLS.values():
         for zygote in pool.idle:
             zygote.sock.close()
