@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_run_dir import gem_train
 
-from gem_train.cli import run
 from gem_train.metrics_log import read_metrics
 from gem_train.plan import is_out_of_memory
 
@@ -19,42 +19,45 @@ SMALL = ["experiment=smoke", "env=custom", "env.id=toy:Guess-v0", "env.entry_poi
 OOM = "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB"
 
 
-def test_an_update_out_of_memory_names_the_phase_the_settings_and_the_checkpoint(tmp_path, monkeypatch, capsys):
-    import gem_train.learner
+#: run first in the gem-train process: the stand-in that raises torch's own error in the second update
+SECOND_UPDATE = f"""
+import torch, gem_train.learner
+real, calls = gem_train.learner.Learner.update, []
+def update(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) == 2:
+        raise torch.OutOfMemoryError({OOM!r})
+    return real(self, *args, **kwargs)
+gem_train.learner.Learner.update = update
+"""
+#: the same in the sampler, at once
+SAMPLER = f"""
+import torch
+from gem_train.engines.hf import HFEngine
+def generate(self, *args, **kwargs):
+    raise torch.OutOfMemoryError({OOM!r})
+HFEngine.generate = generate
+"""
 
-    real = gem_train.learner.Learner.update
-    calls = []
 
-    def update(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise torch.OutOfMemoryError(OOM)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(gem_train.learner.Learner, "update", update)
+def test_an_update_out_of_memory_names_the_phase_the_settings_and_the_checkpoint(tmp_path):
     out = tmp_path / "run"
-    assert run([*SMALL, f"experiment.output_dir={out}"]) == 1
-    [line] = capsys.readouterr().err.strip().splitlines()
+    done = gem_train(*SMALL, f"experiment.output_dir={out}", cwd=tmp_path, prelude=SECOND_UPDATE)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    [line] = done.stderr.strip().splitlines()
     assert line.startswith("gem-train: out of device memory in the update of iteration 2 (CUDA out of memory")
     assert "trainer.micro_batch_size (now" in line and "trainer.logprob_chunk" in line
     assert "The checkpoint of iteration 1 is kept" in line
     # the pieces the update is cut into may change on resume (they do not change what it computes)
-    monkeypatch.setattr(gem_train.learner.Learner, "update", real)
-    assert run([*SMALL, f"experiment.output_dir={out}", "trainer.micro_batch_size=2"]) == 0
+    done = gem_train(*SMALL, f"experiment.output_dir={out}", "trainer.micro_batch_size=2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert [r["iteration"] for r in read_metrics(out / "metrics.jsonl") if r["kind"] == "train"] == [1, 2]
 
 
-def test_a_sampler_out_of_memory_names_the_samplers_settings(tmp_path, monkeypatch, capsys):
-    from gem_train.engines.hf import HFEngine
-
-    def generate(self, *args, **kwargs):
-        raise torch.OutOfMemoryError(OOM)
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(HFEngine, "generate", generate)
-    assert run([*SMALL, f"experiment.output_dir={tmp_path / 'run'}"]) == 1
-    [line] = capsys.readouterr().err.strip().splitlines()
+def test_a_sampler_out_of_memory_names_the_samplers_settings(tmp_path):
+    done = gem_train(*SMALL, f"experiment.output_dir={tmp_path / 'run'}", cwd=tmp_path, prelude=SAMPLER)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    [line] = done.stderr.strip().splitlines()
     assert line.startswith("gem-train: out of device memory in the generation of iteration 1")
     assert "rollout.concurrency (now" in line and "micro_batch" not in line
 

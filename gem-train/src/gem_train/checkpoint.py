@@ -36,7 +36,8 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     model.save_pretrained(tmp, state_dict=weights)
     tokenizer.save_pretrained(tmp)
     if serve_dtype is not None and serve_dtype != torch.float32:
-        served = {k: v.detach().to(serve_dtype) if v.is_floating_point() else v
+        # made in host memory: on a GPU a whole copy beside the learner and the woken sampler may not fit
+        served = {k: v.detach().to("cpu", serve_dtype) if v.is_floating_point() else v.detach().cpu()
                   for k, v in (weights if weights is not None else model.state_dict()).items()}
         model.save_pretrained(tmp / SERVE, state_dict=served)
         tokenizer.save_pretrained(tmp / SERVE)

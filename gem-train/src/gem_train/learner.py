@@ -326,18 +326,22 @@ class Learner:
             total += float(loss.detach())
         return {"sft_loss": distributed.all_sum({"sft_loss": total})["sft_loss"], **self._step()}
 
-    def iter_weights(self, dtype: torch.dtype | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+    def iter_weights(self, dtype: torch.dtype | None = None,
+                     device: str | None = None) -> Iterator[tuple[str, torch.Tensor]]:
         """The model's weights, detached, one at a time, for the engine: in ``dtype`` (the sampler's) when given,
-        else the float32 masters; each cast as it is taken, so one tensor's copy exists at once, not the whole
-        model's beside the woken sampler. Sharded (fsdp), each weight is gathered whole in turn on every rank: a
-        collective, so every rank takes all of them, in order, on its main thread."""
+        else the float32 masters, and on ``device`` when given (``cpu`` for a checkpoint); each cast as it is taken,
+        so one tensor's copy exists at once, not the whole model's beside the woken sampler. Sharded (fsdp), each
+        weight is gathered whole in turn on every rank: a collective, so every rank takes all of them, in order, on
+        its main thread."""
         for k, v in self.model.state_dict().items():
             v = distributed.full_tensor(v.detach())
+            if device is not None:
+                v = v.to(device)
             yield k, v if dtype is None or not v.is_floating_point() else v.to(dtype)
 
-    def state_dict(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    def state_dict(self, dtype: torch.dtype | None = None, device: str | None = None) -> dict[str, torch.Tensor]:
         """:meth:`iter_weights`, all of them at once."""
-        return dict(self.iter_weights(dtype))
+        return dict(self.iter_weights(dtype, device))
 
     def optimizer_state(self) -> dict[str, Any]:
         """The optimizer's state as a checkpoint holds it: sharded (fsdp), gathered whole and keyed by parameter

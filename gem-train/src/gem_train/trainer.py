@@ -650,7 +650,9 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
             if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
                 phase.at("checkpoint")
                 # sharded, the float32 weights and the optimizer are gathered first, by every rank
-                gathered = (learner.state_dict(), learner.optimizer_state()) if learner.sharded else (None, None)
+                # (into host memory, as the optimizer's state: a whole float32 copy need not fit beside the sampler)
+                gathered = ((learner.state_dict(device="cpu"), learner.optimizer_state()) if learner.sharded
+                            else (None, None))
                 if main:
                     save_checkpoint(run.out, iteration, run.model, run.tokenizer, gathered[1] or learner.optimizer,
                                     run.record, serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
