@@ -10,6 +10,7 @@ signal 9"), about one run in four right after a thread pool had finished. Real s
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -51,3 +52,22 @@ def test_a_run_survives_the_end_of_the_thread_that_started_its_zygote(warm):
     assert result.ok and result.stdout.strip() == "2", (result.status, result.exit_code, result.stderr)
     alive = warm._pool().idle
     assert len(alive) == 1 and alive[0].popen.poll() is None  # the same zygote, kept for the next run
+
+
+def test_where_no_zygote_can_be_started_any_more_the_run_goes_cold(monkeypatch):
+    """At interpreter shutdown the spawner takes no more work: the run is started cold, as on a host where no
+    zygote starts, and nothing set up for the zygote is left open."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gem_tools.sandbox import warm
+
+    box = Sandbox(backend="bwrap", limits=Limits(timeout=20), env={"GEM_TEST_POOL": secrets.token_hex(6)})
+    shut = ThreadPoolExecutor(1)
+    shut.shutdown()
+    monkeypatch.setattr(warm, "_spawner", lambda: shut)
+    box.path()  # the backend's probe, once
+    fds = len(os.listdir("/proc/self/fd"))
+    result = box.run_python("print(3)")
+    assert result.ok and result.stdout.strip() == "3"
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert "cannot start a zygote" in (box._pool().broken or "")

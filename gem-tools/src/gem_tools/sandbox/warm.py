@@ -196,12 +196,20 @@ async def spawn(backend: Backend, interpreter: Interpreter, env: dict[str, str],
     launch: Launch = backend.launch(Job(argv, {}, env, Limits(tmp_size=tmp_size, **_ZYGOTE_LIMITS), interpreter))
     errors = os.memfd_create("gem-zygote-stderr")
     group = _zygote_group()
-    started = _spawner().submit(
-        subprocess.Popen, (group.enter_argv() if group else []) + launch.argv, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=errors, env=launch.env, cwd=launch.cwd,
-        pass_fds=(*launch.pass_fds, theirs.fileno()), user=launch.user, group=launch.group,
-        extra_groups=[] if launch.user is not None else None, start_new_session=True,
-    )  # fmt: skip
+    try:
+        started = _spawner().submit(
+            subprocess.Popen, (group.enter_argv() if group else []) + launch.argv, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=errors, env=launch.env, cwd=launch.cwd,
+            pass_fds=(*launch.pass_fds, theirs.fileno()), user=launch.user, group=launch.group,
+            extra_groups=[] if launch.user is not None else None, start_new_session=True,
+        )  # fmt: skip
+    except RuntimeError as exc:  # the interpreter is shutting down: no new threads' work (the cold path runs)
+        theirs.close()
+        launch.close()
+        failed: Future = Future()
+        failed.set_exception(exc)
+        _stop_unclaimed(failed, ours, errors, None, group)
+        raise WarmUnavailable(f"cannot start a zygote: {exc}") from None
     try:
         popen = await asyncio.wrap_future(started)
     except OSError as exc:
