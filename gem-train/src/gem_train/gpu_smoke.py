@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     planned = peak(plan(cfg, capacity)[0]) if device == "cuda" else None
     started = time.perf_counter()
     stopped = False
-    out_of_memory = None
+    out_of_memory = False
     with PeakMemory(device) as memory:
         try:
             train(cfg)
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OutOfDeviceMemory as exc:
             # a figure too: where it ran out, and what finished before
             print(f"gem_train.gpu_smoke: {exc}", file=sys.stderr)
-            stopped, out_of_memory = True, exc
+            stopped = out_of_memory = True
     metrics = Path(cfg.experiment.output_dir) / "metrics.jsonl"
     records = [r for r in read_metrics(metrics) if r["kind"] == "train"] if metrics.exists() else []
     if not records:
@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     (Path(cfg.experiment.output_dir) / "gpu_smoke.json").write_text(json.dumps(
         {"label": label, "peak_bytes": memory.peak, "planned_bytes": planned, "records": records}, indent=1))
-    return 1 if out_of_memory is not None else 130 if stopped else 0
+    return 1 if out_of_memory else 130 if stopped else 0
 
 
 if __name__ == "__main__":

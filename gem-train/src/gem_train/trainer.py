@@ -32,7 +32,7 @@ import torch
 from gem.fingerprint import safe_fingerprint
 from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
-from gem_train.checkpoint import SERVE, load_optimizer, load_trainer_state, save_checkpoint
+from gem_train.checkpoint import SERVE, latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, carries_over, check_model_path, validate
 from gem_train.curves import curve_summary, write_curves
 from gem_train.demonstrations import demonstrations, demonstrator_factory
@@ -150,7 +150,6 @@ class _Phase:
 def _out_of_memory(cfg: TrainConfig, phase: _Phase, exc: BaseException) -> OutOfDeviceMemory:
     """One paragraph for a run out of device memory: where, how full the device was, the settings that size that
     phase with their values, and the checkpoint to resume from (those settings may change on resume)."""
-    from gem_train.checkpoint import latest_checkpoint
     from gem_train.plan import GiB, memory_fields
 
     text = " ".join(str(exc).split())
