@@ -24,8 +24,27 @@ def test_parse_names_a_bad_key():
         parse(["jobs=0"])
 
 
+@pytest.mark.parametrize(("names", "says"), [
+    (["experiments=[compare_sudok]"], "experiments: no experiment preset compare_sudok; known: baselines/code_mbpp, "),
+    (["algos=[rebn,rebm]"], "algos: no algo preset rebm; known: grpo, ppo, rebn, rebn_ppo, reinforce, rloo"),
+])
+def test_a_misspelt_preset_stops_before_any_run_naming_those_that_exist(tmp_path, names, says):
+    with pytest.raises(SystemExit, match=f"^gem_train.compare: {says}"):
+        main([*names, f"out={tmp_path}"])
+    assert not any(tmp_path.iterdir())  # no run started
+
+
+def test_a_bad_override_stops_before_any_run_with_gem_trains_line_for_it(tmp_path):
+    with pytest.raises(SystemExit, match=r"^compare_sudoku/sft/seed0: bad config: Error merging override "
+                                         r"trainer.lr=fast: Value 'fast'"):
+        main(["experiments=[compare_sudoku]", "algos=[rebn]", "seeds=[0]", "overrides=[trainer.lr=fast]",
+              f"out={tmp_path}"])
+    assert not any(tmp_path.iterdir())
+
+
 def test_plan_starts_every_algorithm_from_its_seeds_warm_start(tmp_path):
-    cfg = CompareConfig(experiments=["a", "b"], algos=["rebn", "ppo"], seeds=[0, 1], out=str(tmp_path))
+    cfg = CompareConfig(experiments=["compare_sudoku", "compare_minesweeper"], algos=["rebn", "ppo"], seeds=[0, 1],
+                        out=str(tmp_path))
     warm, runs = plan(cfg)
     assert len(warm) == 4 and len(runs) == 8
     for job in runs:

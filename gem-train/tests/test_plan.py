@@ -9,15 +9,10 @@ import sys
 
 import pytest
 
-from gem_train.plan import ASLEEP, SYNC, GiB, Shape, main, parse_size, peak, plan
+from gem_train.plan import ASLEEP, PUBLISHED, SYNC, GiB, Shape, main, parse_size, peak, plan
 
-#: the shapes of the paper's models (their config.json, the fields the plan reads)
-QWEN3 = {
-    "1.7B": {"hidden_size": 2048, "num_hidden_layers": 28, "intermediate_size": 6144, "vocab_size": 151936,
-             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True},
-    "4B": {"hidden_size": 2560, "num_hidden_layers": 36, "intermediate_size": 9728, "vocab_size": 151936,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True},
-}
+#: the shapes of the paper's models (their published config.json, the fields the plan reads)
+QWEN3 = {"1.7B": PUBLISHED["Qwen/Qwen3-1.7B-Base"], "4B": PUBLISHED["Qwen/Qwen3-4B-Base"]}
 
 
 def _config(*overrides):
@@ -89,10 +84,37 @@ def test_the_command_line(tmp_path):
     assert missing.returncode != 0 and "no config.json" in missing.stderr and "Traceback" not in missing.stderr
 
 
-@pytest.mark.parametrize("bad", ["gpu_memory=lots", "gpus=0"])
+@pytest.mark.parametrize("bad", ["gpu_memory=lots", "gpus=0", "gpus=two"])
 def test_bad_plan_options_are_one_line(bad):
-    with pytest.raises((SystemExit, ValueError)):
+    with pytest.raises(SystemExit, match=r"^gem_train\.plan: (gpu_memory|gpus)"):
         main(["experiment=paper_games", "model.path=/nowhere", bad])
+
+
+@pytest.mark.parametrize("preset", ["paper_games", "paper_reasoning_gym", "paper_math", "paper_code", "paper_qa"])
+def test_before_the_download_the_plan_uses_the_presets_published_shape(tmp_path, preset, capsys, monkeypatch):
+    """No model.path: the preset's hub model's published config.json fields (a researcher sizing a GPU before an
+    8 GB download); the same rows as with the folder."""
+    monkeypatch.chdir(tmp_path)  # no folder named like the hub model here
+    assert main([f"experiment={preset}"]) == 0
+    out = capsys.readouterr().out
+    hub = "Qwen/Qwen3-1.7B-Base" if preset in ("paper_games", "paper_reasoning_gym") else "Qwen/Qwen3-4B-Base"
+    assert f"{hub}'s published config.json: no model.path given" in out.splitlines()[0]
+    folder = model_dir(tmp_path, hub.split("-")[1])
+    assert main([f"experiment={preset}", f"model.path={folder}"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == out.splitlines()[1:]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["experiment=paper_mth"], "bad config: In 'config': Could not find 'experiment/paper_mth'; available options "
+                               "in 'experiment': compare_guess_the_number, "),
+    (["experiment=paper_math", "trainer.lr=fast"], "Error merging override trainer.lr=fast: Value 'fast'"),
+    (["model=hf"], "bad config: model.path: model=hf needs the folder"),  # no preset, so no hub name to plan from
+])
+def test_a_config_that_does_not_compose_is_one_line_naming_what_exists(args, says):
+    done = subprocess.run([sys.executable, "-m", "gem_train.plan", *args], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1 and done.stderr.startswith("gem_train.plan: ") and says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_fsdp_divides_the_learners_weights_gradients_and_optimizer_by_the_gpus(tmp_path, capsys):

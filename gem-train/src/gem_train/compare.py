@@ -32,6 +32,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -126,6 +127,36 @@ def sft_dir(cfg: CompareConfig, experiment: str, seed: int) -> Path:
 SCALES = ("paper", "paper_sim")
 
 
+def conf_options(group: str) -> list[str]:
+    """The presets of Hydra config group ``group`` (``experiment``, ``algo``), subfolders' as ``folder/name``.
+
+    >>> "baselines/sudoku" in conf_options("experiment"), conf_options("algo")[:2]
+    (True, ['grpo', 'ppo'])
+    """
+    root = resources.files("gem_train") / "conf" / group
+
+    def walk(folder: Any, prefix: str) -> list[str]:
+        found = []
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                found += walk(entry, f"{prefix}{entry.name}/")
+            elif entry.name.endswith(".yaml"):
+                found.append(prefix + entry.name[: -len(".yaml")])
+        return found
+
+    return sorted(walk(root, ""))
+
+
+def check_presets(command: str, **named: Sequence[str]) -> None:
+    """Stop ``command`` with one line when a name in ``named`` (``experiments=[...]``, ``algos=[...]``) is not a
+    preset of its group, listing those that are, before any run starts."""
+    for key, names in named.items():
+        group = key.removesuffix("s")
+        known = conf_options(group)
+        if unknown := [name for name in names if name not in known]:
+            raise SystemExit(f"{command}: {key}: no {group} preset {', '.join(unknown)}; known: {', '.join(known)}")
+
+
 def scale_args(experiment: str, scale: str | None, models: str | None, own: str | None = None) -> list[str]:
     """The overrides that run preset ``experiment`` at ``scale``: ``scale=...`` and, for the paper's, the preset's
     own model (``own`` when given, else ``<models>/<model.hub_name's last part>``), whose folder must hold a
@@ -157,6 +188,8 @@ def scale_args(experiment: str, scale: str | None, models: str | None, own: str 
 
 def plan(cfg: CompareConfig) -> tuple[list[Job], list[Job]]:
     """The SFT warm starts and the RL runs of the grid (at a paper scale, no warm start)."""
+    if not any(arg.lstrip("+").startswith("hydra.searchpath") for arg in cfg.overrides):  # presets of one's own
+        check_presets("gem_train.compare", experiments=cfg.experiments, algos=cfg.algos)
     warm, runs = [], []
     warm_start = cfg.warm_start and cfg.scale is None
     for experiment in cfg.experiments:
@@ -310,6 +343,20 @@ def failure_line(job: Job, code: int) -> str:
     return f"FAILED (exit {code}): {why} (whole log: {console})"
 
 
+def check_composes(jobs: Sequence[Job]) -> None:
+    """Compose one job of each preset and algorithm (the seeds change nothing a config can get wrong) before any
+    starts: a bad override or value stops the runner with gem-train's one line for it, not as many failed runs.
+    Jobs that add a Hydra search path (presets of one's own) are left to gem-train."""
+    from gem_train.config import compose_train_config
+
+    seen = set()
+    for job in jobs:
+        if (job.experiment, job.algo) not in seen and not any(
+                arg.lstrip("+").startswith("hydra.") for arg in job.args):
+            seen.add((job.experiment, job.algo))
+            compose_train_config(job.args, job.name)
+
+
 def run_all(jobs: Sequence[Job], workers: int, gpus_per_job: int = 1) -> list[Job]:
     """Run the jobs not yet finished, ``workers`` at a time; returns the ones that failed. Says when each starts
     and ends, and every :data:`HEARTBEAT_S` where the running ones are. Where GPUs are visible each run gets
@@ -318,6 +365,7 @@ def run_all(jobs: Sequence[Job], workers: int, gpus_per_job: int = 1) -> list[Jo
     failed: list[Job] = []
     if not todo:
         return failed
+    check_composes(todo)
     slices: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
     gpus = visible_gpus()
     if gpus:
@@ -360,7 +408,8 @@ def run_all(jobs: Sequence[Job], workers: int, gpus_per_job: int = 1) -> list[Jo
         with ThreadPoolExecutor(workers) as pool:
             for job, code, seconds in pool.map(tracked, todo):
                 status = "ok" if code == 0 else failure_line(job, code)
-                print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
+                with lock:  # one line at a time: a thread's print may otherwise split another's from its newline
+                    print(f"  {job.name:<45} {seconds:7.1f} s  {status}", flush=True)
                 if code != 0:
                     failed.append(job)
     finally:

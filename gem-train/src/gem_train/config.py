@@ -13,6 +13,7 @@ what types cannot (ranges, choices, combinations) and names the field and the re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -488,6 +489,46 @@ def to_train_config(cfg: Any) -> TrainConfig:
                           "config.yaml must list gem_train_schema first in its defaults")
     validate(obj)
     return obj
+
+
+def compose_train_config(overrides: Sequence[str], command: str) -> TrainConfig:
+    """The validated config of ``overrides``, as ``gem-train`` would compose it, for the tools beside it (the
+    plan, the GPU smoke check). What does not compose or validate stops ``command`` with one line:
+
+    >>> compose_train_config(["experiment=paper_mth"], "gem_train.plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    SystemExit: gem_train.plan: bad config: In 'config': Could not find 'experiment/paper_mth'; available options ...
+    """
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_configs()  # the schema config.yaml names first
+    try:
+        with initialize_config_module("gem_train.conf", version_base="1.3"):
+            return to_train_config(compose("config", overrides=list(overrides)))
+    except (HydraException, OmegaConfBaseException, ConfigError) as exc:
+        why = one_line(str(exc))
+        if isinstance(exc.__cause__, OmegaConfBaseException):  # "Error merging override trainer.lr=abc": why
+            why += ": " + str(exc.__cause__).splitlines()[0]
+        raise SystemExit(f"{command}: bad config: {why}") from None
+
+
+def one_line(message: str) -> str:
+    """Hydra's multi-line composition error as one line, without its config search path; a list of available
+    options joined by commas.
+
+    >>> one_line("In 'config': Could not find 'algo/rebm'\\n\\nAvailable options in 'algo':\\n\\tgrpo\\n\\trebn\\n"
+    ...          "Config search path:\\n\\tprovider=hydra")
+    "In 'config': Could not find 'algo/rebm'; available options in 'algo': grpo, rebn"
+    """
+    out: list[str] = []
+    for line in message.split("Config search path:")[0].splitlines():
+        if line.startswith("\t") and out:  # an item of the list the line before opened
+            out[-1] += (" " if out[-1].endswith(":") else ", ") + line.strip()
+        elif line.strip():
+            out.append(line.strip()[0].lower() + line.strip()[1:] if out else line.strip())
+    return "; ".join(part.rstrip(".") for part in out)
 
 
 def carries_over(cfg: TrainConfig) -> bool:

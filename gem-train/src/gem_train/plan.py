@@ -1,8 +1,10 @@
 """A memory plan before the run: what one GPU holds for a config, from the model's ``config.json`` alone.
 
     python -m gem_train.plan experiment=paper_games model.path=/models/Qwen3-1.7B-Base [gpu_memory=80GiB] [gpus=1]
+    python -m gem_train.plan experiment=paper_math gpu_memory=40GiB     # before the download: Qwen3-4B-Base's shape
 
-Reads the model's shape (no weights are loaded; ``model=tiny`` uses the shape it would build), and prints, per
+Reads the model's shape (no weights are loaded; ``model=tiny`` uses the shape it would build; with no
+``model.path``, the published shape of the preset's ``model.hub_name``, where :data:`PUBLISHED` has it), and prints, per
 GPU, what the learner keeps (float32 master weights, their gradients, AdamW's two moments, autocast's copies in the
 compute dtype), the activations of one micro-batch at the token budget (every layer's, or with gradient checkpointing
 the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
@@ -34,6 +36,16 @@ _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.I)
 #: the engines whose memory is vLLM's reserved share
 _VLLM = ("vllm", "vllm_async")
+#: the config.json fields the plan reads of the models the shipped presets name (``model.hub_name``), as
+#: published with their weights: with no ``model.path`` the plan uses these, so it needs no download
+PUBLISHED: dict[str, dict[str, Any]] = {
+    "Qwen/Qwen3-1.7B-Base": {"hidden_size": 2048, "num_hidden_layers": 28, "intermediate_size": 6144,
+                             "vocab_size": 151936, "num_attention_heads": 16, "num_key_value_heads": 8,
+                             "head_dim": 128, "tie_word_embeddings": True},
+    "Qwen/Qwen3-4B-Base": {"hidden_size": 2560, "num_hidden_layers": 36, "intermediate_size": 9728,
+                           "vocab_size": 151936, "num_attention_heads": 32, "num_key_value_heads": 8,
+                           "head_dim": 128, "tie_word_embeddings": True},
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,11 @@ def parse_size(text: str) -> int:
 
 
 def model_shape(cfg: Any) -> Shape:
-    """The shape of the model ``cfg`` trains: its folder's config.json, or the tiny model it would build."""
+    """The shape of the model ``cfg`` trains: its folder's config.json (or, where ``model.path`` is the preset's
+    hub name, :data:`PUBLISHED`), or the tiny model it would build."""
     m = cfg.model
+    if hub := published(cfg):
+        return Shape.from_config(PUBLISHED[hub])
     if m.name == "hf":
         path = Path(str(m.path)) / "config.json"
         if not path.is_file():
@@ -86,6 +101,14 @@ def model_shape(cfg: Any) -> Shape:
     t = m.tiny
     return Shape(t.hidden_size, t.num_layers, t.intermediate_size, max(t.vocab_size, t.embedding_rows or 0),
                  t.num_heads, t.num_kv_heads, t.hidden_size // t.num_heads, True)
+
+
+def published(cfg: Any) -> str | None:
+    """The hub name whose :data:`PUBLISHED` shape the plan uses: where ``model.path`` is the preset's hub name
+    (what the command line fills in when no path is given) and no folder of that name is here."""
+    m = cfg.model
+    named = m.name == "hf" and m.path == m.hub_name and m.hub_name in PUBLISHED
+    return m.hub_name if named and not (Path(str(m.path)) / "config.json").is_file() else None
 
 
 def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]], list[str]]:
@@ -207,7 +230,8 @@ def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
     turns = r.turns_per_iter or r.episodes_per_iter
     lines = [f"memory plan per GPU ({gpus} GPU{'s' if gpus > 1 else ''}, {gpu_memory / GiB:.0f} GiB each): "
              f"{shape.parameters / 1e9:.2f}B parameters, {shape.layers} layers, hidden {shape.hidden}, "
-             f"vocabulary {shape.vocab}"]
+             f"vocabulary {shape.vocab}" + (f" ({hub}'s published config.json: no model.path given, nothing "
+                                            "downloaded)" if (hub := published(cfg)) else "")]
     lines += [f"  {name:<60} {size / GiB:8.2f} GiB" for name, size in rows]
     lines.append(f"  {'peak (the update, or generation and sync)':<60} {total / GiB:8.2f} GiB of "
                  f"{gpu_memory / GiB:.0f} GiB")
@@ -222,24 +246,25 @@ def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     gpu_memory, gpus, overrides = 80 * GiB, 1, []
-    for arg in args:
-        key, _, value = arg.partition("=")
-        if key == "gpu_memory":
-            gpu_memory = parse_size(value)
-        elif key == "gpus":
-            gpus = int(value)
-            if gpus < 1:
-                raise SystemExit("gem_train.plan: gpus must be >= 1")
-        else:
-            overrides.append(arg)
-    from hydra import compose, initialize_config_module
+    try:
+        for arg in args:
+            key, _, value = arg.partition("=")
+            if key == "gpu_memory":
+                gpu_memory = parse_size(value)
+            elif key == "gpus":
+                if not value.isdigit() or int(value) < 1:
+                    raise ValueError(f"gpus must be a whole number >= 1, got {value!r}")
+                gpus = int(value)
+            else:
+                overrides.append(arg)
+    except ValueError as exc:
+        raise SystemExit(f"gem_train.plan: {exc}") from None
+    from gem_train.config import compose_train_config
 
-    from gem_train.config import register_configs, to_train_config
-
-    register_configs()  # the schema config.yaml names first (gem_train.cli registers it on import)
-
-    with initialize_config_module("gem_train.conf", version_base="1.3"):
-        cfg = to_train_config(compose("config", overrides=overrides))
+    if not any(arg.startswith(("model.path=", "++model.path=", "+model.path=")) for arg in overrides):
+        # a preset's model need not be here: its hub name, whose published shape the plan knows
+        overrides = ["model.path=${model.hub_name}", *overrides]
+    cfg = compose_train_config(overrides, "gem_train.plan")
     try:
         text, fits = report(cfg, gpu_memory, gpus)
     except ValueError as exc:
