@@ -132,6 +132,8 @@ def test_the_table_shows_format_errors_and_tool_calls_where_a_tool_was_called():
             "rebn": entry(0.0, 0.0, (0.75, 0.94)), "ppo": entry(0.0, 0.0, (0.75, 0.5))}}
     text = table(results, ["rebn", "ppo"])
     assert "| `math:Arithmetic-v0-easy` (baselines/x) | 0.00 |" in text and "**0.30 ± 0.00**" in text
+    assert text.startswith("| env | start (SFT) | ReBN | PPO |")
+    assert table(results, ["rebn", "ppo"], warm_start=False).startswith("| env | start | ReBN | PPO |")  # the paper's
     tools = text.split("tool calls |", 1)[1]
     assert "0.50 → 0.10; 0.75 → 0.94" in tools and "0.75 → 0.50" in tools and "Sudoku" not in tools
 

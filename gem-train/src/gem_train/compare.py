@@ -470,9 +470,28 @@ def records_env(records: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def table(results: dict[str, Any], algos: Sequence[str]) -> str:
-    """Markdown: final held-out return (mean ± sd over seeds) per env and algorithm, the start beside it."""
-    head = "| env | start (SFT) | " + " | ".join(ALGO_LABELS.get(a, a) for a in algos) + " |"
+def protocol(cfg: CompareConfig) -> str:
+    """What the runs start from, for the figure's title.
+
+    >>> protocol(CompareConfig())
+    'tiny model (built here), SFT warm start then RL'
+    >>> protocol(CompareConfig(scale="paper_sim"))
+    'scale=paper_sim (Qwen3 architecture at small width, built here), no warm start'
+    """
+    if cfg.scale == "paper_sim":
+        return "scale=paper_sim (Qwen3 architecture at small width, built here), no warm start"
+    if cfg.scale == "paper":
+        return "scale=paper: each preset's own model, no warm start"
+    if not cfg.warm_start:
+        return "each preset's own model, no warm start"
+    return "tiny model (built here), SFT warm start then RL"
+
+
+def table(results: dict[str, Any], algos: Sequence[str], warm_start: bool = True) -> str:
+    """Markdown: final held-out return (mean ± sd over seeds) per env and algorithm, the start beside it (the
+    SFT warm start's, or with none the preset's own model's)."""
+    start_label = "start (SFT)" if warm_start else "start"
+    head = f"| env | {start_label} | " + " | ".join(ALGO_LABELS.get(a, a) for a in algos) + " |"
     lines = [head, "|" + "---|" * (len(algos) + 2)]
     for per_algo in results.values():
         present = [a for a in algos if a in per_algo]
@@ -522,7 +541,8 @@ def table(results: dict[str, Any], algos: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
+def figure(results: dict[str, Any], algos: Sequence[str], path: Path,
+           origin: str = "tiny model (built here), SFT warm start then RL") -> None:
     """One panel per env: held-out return against iteration, mean over seeds ± one sd."""
     import matplotlib
 
@@ -556,7 +576,7 @@ def figure(results: dict[str, Any], algos: Sequence[str], path: Path) -> None:
     panels[0].legend(fontsize=8)
     n = max((len(e["seeds"]) for per_algo in results.values() for a, e in per_algo.items() if a not in META),
             default=0)
-    fig.suptitle(f"tiny model (built here), SFT warm start then RL; mean ± sd over {n} seeds", fontsize=10)
+    fig.suptitle(f"{origin}; mean ± sd over {n} seeds", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -600,17 +620,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = collect_results(cfg, runs)
     if not results:
         print(f"no run of the comparison finished in {out}: no table or figure written", file=sys.stderr)
-    text = table(results, cfg.algos)
+    text = table(results, cfg.algos, warm_start=bool(warm))
     if where := environments_line([last_environment(j.out) for j in [*warm, *runs] if finished(j)]):
         text += "\n\n" + where
     if results:
         (out / "compare.md").write_text(text + "\n")
         (out / "compare.json").write_text(json.dumps({"config": OmegaConf.to_container(OmegaConf.structured(cfg)),
                                                        "results": results}, indent=1))
-        figure(results, cfg.algos, out / "compare.png")
+        figure(results, cfg.algos, out / "compare.png", protocol(cfg))
         if cfg.figure_copy:
             Path(cfg.figure_copy).parent.mkdir(parents=True, exist_ok=True)
-            figure(results, cfg.algos, Path(cfg.figure_copy))
+            figure(results, cfg.algos, Path(cfg.figure_copy), protocol(cfg))
         print(f"\n{text}\n\nfigure: {out / 'compare.png'}, table: {out / 'compare.md'} "
               f"({(time.perf_counter() - started) / 60:.1f} min)")
     if failed:
