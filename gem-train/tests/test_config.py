@@ -140,7 +140,7 @@ def test_paper_presets_compose_and_validate(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_paper_presets_without_weights_name_model_path(preset, tmp_path):
-    with pytest.raises(ConfigError, match=r"^model.path: model=hf needs .*tuned for Qwen/Qwen3-"):
+    with pytest.raises(ConfigError, match=r"^model.path: model=hf needs .*tuned for Qwen/Qwen3-.*gem_train\.plan"):
         composed(f"experiment={preset}")
     cfg = composed(f"experiment={preset}", f"model.path={tmp_path / 'absent'}")
     with pytest.raises(ConfigError, match=r"^model.path: no Hugging Face model folder at .*absent"):

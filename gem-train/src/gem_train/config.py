@@ -346,7 +346,10 @@ def _check(ok: bool, key: str, why: str) -> None:
 
 
 def _hub_hint(m: ModelConfig) -> str:
-    return f" (this config was tuned for {m.hub_name}: download it to a local folder first)" if m.hub_name else ""
+    if not m.hub_name:
+        return ""
+    return (f" (this config was tuned for {m.hub_name}: download it to a local folder first; python -m gem_train.plan "
+            "with these overrides sizes its GPU memory before the download)")
 
 
 def check_model_path(cfg: TrainConfig) -> None:
