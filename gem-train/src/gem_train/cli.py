@@ -41,14 +41,11 @@ def preflight(overrides: list[str]) -> None:
     """
     if any(arg.startswith("-") for arg in overrides):
         return
-    from hydra import compose, initialize_config_module
-
+    from gem_train.config import compose_config
     from gem_train.trainer import check_run
 
     try:
-        with initialize_config_module("gem_train.conf", version_base="1.3"):
-            composed = compose("config", overrides=overrides)
-        check_run(to_train_config(composed))
+        check_run(compose_config(overrides))
     except (HydraException, OmegaConfBaseException):
         return  # Hydra reports it as it composes (or resolves ``${hydra:...}``, which only the app can)
     except ConfigError as exc:

@@ -242,13 +242,10 @@ def _same_settings(job: Job) -> bool:
 def _composed_record(args: tuple[str, ...]) -> dict[str, Any] | None:
     """The config record gem-train would write for ``args`` (None if they do not compose: running the job says
     why)."""
-    from hydra import compose, initialize_config_module
-
-    from gem_train.cli import to_train_config
+    from gem_train.config import compose_config
 
     try:
-        with initialize_config_module("gem_train.conf", version_base="1.3"):
-            return config_record(to_train_config(compose("config", overrides=list(args))))
+        return config_record(compose_config(args))
     except Exception:  # any reason is gem-train's to report, in the job's console.log
         return None
 
@@ -541,9 +538,9 @@ def table(results: dict[str, Any], algos: Sequence[str], warm_start: bool = True
     return "\n".join(lines)
 
 
-def figure(results: dict[str, Any], algos: Sequence[str], path: Path,
-           origin: str = "tiny model (built here), SFT warm start then RL") -> None:
-    """One panel per env: held-out return against iteration, mean over seeds ± one sd."""
+def figure(results: dict[str, Any], algos: Sequence[str], path: Path, origin: str) -> None:
+    """One panel per env: held-out return against iteration, mean over seeds ± one sd; ``origin`` (what the runs
+    started from, :func:`protocol`) in the title."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -494,22 +494,29 @@ def to_train_config(cfg: Any) -> TrainConfig:
     return obj
 
 
+def compose_config(overrides: Sequence[str]) -> TrainConfig:
+    """The validated config of ``overrides``, composed as ``gem-train`` composes it; Hydra's, OmegaConf's or a
+    :class:`ConfigError` is raised as it comes."""
+    from hydra import compose, initialize_config_module
+
+    register_configs()  # the schema config.yaml names first
+    with initialize_config_module("gem_train.conf", version_base="1.3"):
+        return to_train_config(compose("config", overrides=list(overrides)))
+
+
 def compose_train_config(overrides: Sequence[str], command: str) -> TrainConfig:
-    """The validated config of ``overrides``, as ``gem-train`` would compose it, for the tools beside it (the
-    plan, the GPU smoke check). What does not compose or validate stops ``command`` with one line:
+    """:func:`compose_config` for the tools beside ``gem-train`` (the plan, the GPU smoke check, the runners):
+    what does not compose or validate stops ``command`` with one line:
 
     >>> compose_train_config(["experiment=paper_mth"], "gem_train.plan")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     SystemExit: gem_train.plan: bad config: In 'config': Could not find 'experiment/paper_mth'; available options ...
     """
-    from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    register_configs()  # the schema config.yaml names first
     try:
-        with initialize_config_module("gem_train.conf", version_base="1.3"):
-            return to_train_config(compose("config", overrides=list(overrides)))
+        return compose_config(overrides)
     except (HydraException, OmegaConfBaseException, ConfigError) as exc:
         why = one_line(str(exc))
         if isinstance(exc.__cause__, OmegaConfBaseException):  # "Error merging override trainer.lr=abc": why
