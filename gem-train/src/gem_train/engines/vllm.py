@@ -65,6 +65,21 @@ def _on_cpu() -> bool:
         return True  # unknown: the setting that works everywhere
 
 
+def _cuda_index() -> int | None:
+    """The CUDA device the engine was built on, as this thread sees it (the worker sets ``cuda:<LOCAL_RANK>`` under
+    torchrun), or None on vLLM's CPU backend (and any other that is not CUDA's or ROCm's)."""
+    try:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cuda_alike():
+            return None
+    except Exception:
+        return None
+    import torch
+
+    return torch.cuda.current_device()
+
+
 def executor_options(on_cpu: bool, launched: bool) -> dict[str, Any]:
     """How the in-process engine runs. Under torchrun on GPUs, ``external_launcher``: one engine per rank on
     that rank's device (``LOCAL_RANK``; the ``uni`` executor put every rank's engine on cuda:0), joining the
@@ -154,6 +169,9 @@ class VLLMEngine:
         from gem_train.tokenizer import turn_end_ids
 
         self.stop_ids = turn_end_ids(self.llm.get_tokenizer())
+        #: the engine's GPU (None on CPU): a thread's current CUDA device is its own and starts at 0, so a thread
+        #: that runs the engine (the rollout's worker thread, vllm_async's stepping thread) takes it first
+        self.device_index = _cuda_index()
         if tie_word_embeddings is None:
             hf_config = self.llm.llm_engine.model_config.hf_config
             tie_word_embeddings = bool(getattr(hf_config, "tie_word_embeddings", False))
@@ -186,11 +204,28 @@ class VLLMEngine:
 
         if not prompts:
             return []
+        self.bind_thread()  # the rollout calls this from a worker thread
         # one seed per request: equal prompts (a GRPO group) must still get independent samples
         params = [sampling_params(sampling, seed, self.stop_ids)
                   for seed in request_seeds(len(prompts), sampling, seeds)]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
         return [to_generation(out) for out in outputs]
+
+    def bind_thread(self) -> None:
+        """Make the engine's GPU this thread's current device. Under torchrun a thread of rank 1 otherwise starts on
+        cuda:0: vLLM's per-thread stream and the kernels without a device guard would go to another rank's GPU."""
+        if self.device_index is not None:
+            import torch
+
+            torch.cuda.set_device(self.device_index)
+
+    def settle(self) -> None:
+        """Wait for all the work queued on the engine's GPU, from every thread and stream (a no-op on CPU): the
+        learner's optimizer writes the masters on the main thread's stream, the sampler may read them on its own."""
+        if self.device_index is not None:
+            import torch
+
+            torch.cuda.synchronize(self.device_index)
 
     @property
     def sleeps(self) -> bool:
@@ -215,8 +250,12 @@ class VLLMEngine:
 
     def load_weights(self, weights: Weights) -> None:
         pairs = weight_pairs(weights)
+        # the update's last writes land before the reload reads them, and the reload's reads before the next
+        # update writes (the two may run on different threads' streams: vllm_async reloads on its stepping thread)
+        self.settle()
         self.llm.collective_rpc(_reload, args=(_with_tied_head(pairs) if self.tied else pairs,))
         self.llm.reset_prefix_cache()
+        self.settle()
 
     def close(self) -> None:
         self.llm = None

@@ -48,6 +48,9 @@ class VLLMAsyncEngine(VLLMEngine):
     def __init__(self, model_path: str, **options: Any) -> None:
         super().__init__(model_path, **options)
         self._engine = self.llm.llm_engine
+        self._start()
+
+    def _start(self) -> None:
         self._inbox: queue.SimpleQueue[_Request | Callable[[], None] | None] = queue.SimpleQueue()
         self._ids = itertools.count()
         # the engine is not thread-safe: only the stepping thread touches it while it runs
@@ -100,6 +103,7 @@ class VLLMAsyncEngine(VLLMEngine):
     def _serve(self) -> None:
         from vllm.inputs import TokensPrompt
 
+        self.bind_thread()
         waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
         while True:
             # block while idle; between steps take whatever arrived without waiting
