@@ -56,10 +56,11 @@ def test_the_learner_refuses_low_precision_parameters(tiny_model_path):
         Learner(model, AlgoConfig(), TrainerConfig(), 1.0, 8.0, tok.pad_token_id)
 
 
-def test_the_sync_wakes_the_sampler_then_streams_the_weights_in_its_dtype(tiny_model_path):
-    """After the update the sampler wakes first, then takes the weights as pairs made one at a time in its dtype:
-    a whole bf16 copy beside the woken vLLM would not fit 4B on 80 GB (``tests/test_plan.py``). The sampler is a
-    stand-in that records (vLLM's sleep mode needs a GPU)."""
+def test_the_sync_wakes_the_samplers_weights_streams_them_in_its_dtype_then_wakes_its_cache(tiny_model_path):
+    """After the update the sampler wakes its weights alone, takes the weights as pairs made one at a time in its
+    dtype, then wakes the rest (vLLM's KV cache): a whole bf16 copy beside the woken vLLM would not fit 4B on 80 GB
+    (``tests/test_plan.py``), and the KV cache is not held beside the tensor in flight. The sampler is a stand-in
+    that records (vLLM's sleep mode needs a GPU)."""
     from collections.abc import Mapping
 
     from gem_train.trainer import _sync
@@ -69,16 +70,16 @@ def test_the_sync_wakes_the_sampler_then_streams_the_weights_in_its_dtype(tiny_m
     events: list = []
 
     class Sampler:
-        def wake(self) -> None:
-            events.append("wake")
+        def wake(self, *tags: str) -> None:
+            events.append(("wake", tags))
 
         def load_weights(self, weights) -> None:
             assert not isinstance(weights, Mapping)  # pairs, each made as it is taken
             events.extend(tensor.dtype for _, tensor in weights)
 
     _sync(learner, Sampler(), torch.bfloat16)
-    assert events[0] == "wake" and set(events[1:]) == {torch.bfloat16}
-    assert len(events) - 1 == len(model.state_dict())
+    assert events[0] == ("wake", ("weights",)) and events[-1] == ("wake", ())
+    assert set(events[1:-1]) == {torch.bfloat16} and len(events) - 2 == len(model.state_dict())
 
 
 def test_vllm_wakes_after_torch_gives_back_the_updates_cached_blocks(monkeypatch):
@@ -93,7 +94,8 @@ def test_vllm_wakes_after_torch_gives_back_the_updates_cached_blocks(monkeypatch
     engine = VLLMEngine.__new__(VLLMEngine)
     config = SimpleNamespace(model_config=SimpleNamespace(enable_sleep_mode=True))
     engine.llm = SimpleNamespace(llm_engine=SimpleNamespace(vllm_config=config),
-                                 wake_up=lambda: calls.append("wake_up"))
+                                 wake_up=lambda tags: calls.append(("wake_up", tags)))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
-    engine.wake()
-    assert calls == ["empty_cache", "wake_up"]
+    engine.wake("weights")
+    engine.wake()  # the rest: vLLM's tags=None wakes what still sleeps
+    assert calls == ["empty_cache", ("wake_up", ["weights"]), "empty_cache", ("wake_up", None)]

@@ -9,10 +9,11 @@ GPU, what the learner keeps (float32 master weights, their gradients, AdamW's tw
 compute dtype), the activations of one micro-batch at the token budget (every layer's, or with gradient checkpointing
 the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
 sampler holds (vLLM's ``gpu_memory_utilization`` share; the HF engine's weights and KV cache); then the step's token
-counts. vLLM sleeps during the update on a GPU, so the peak is the larger of the update (every learner row) and
-generation (the learner's weights and moments beside vLLM's share, and during the weight sync the one tensor in
-flight, or sharded the gathered copy). Exits 1, naming the fields to change, when the
-peak does not fit ``gpu_memory``. ``gem-train`` runs the same check first when it trains on a GPU.
+counts. vLLM sleeps during the update on a GPU, so the peak is the largest of three phases: the update (every
+learner row), generation (the learner's weights and moments beside vLLM's share) and the weight sync (the same
+with vLLM's weights woken but not yet its KV cache, and the one tensor in flight, or sharded the gathered copy).
+Exits 1, naming the fields to change, when the peak does not fit ``gpu_memory``. ``gem-train`` runs the same check
+first when it trains on a GPU.
 
 With ``trainer.strategy=ddp`` every GPU holds the whole model and optimizer, so ``gpus`` divides the batch, not the
 memory; with ``fsdp`` each GPU holds 1/``gpus`` of the float32 weights, their gradients and AdamW's moments (a
@@ -136,8 +137,10 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
     else:
         kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency * cfg.model.max_model_len
         rows.append(("sampler: HF engine's weights and KV cache", compute * p + kv))
-    # the sync streams the weights in one tensor at a time (the largest: the embedding); sharded, the whole copy is
-    # gathered first
+    # vLLM wakes its weights alone for the sync and its KV cache after it; the sync streams the weights in one
+    # tensor at a time (the largest: the embedding); sharded, the whole copy is gathered first
+    if r.engine in _VLLM:
+        rows.append((f"{SYNC}vLLM's weights, not its KV cache ({cfg.model.dtype})", compute * p))
     rows.append((f"{SYNC}the whole model gathered ({cfg.model.dtype})", compute * p) if t.strategy == "fsdp" else
                 (f"{SYNC}a tensor at a time (the embedding, {cfg.model.dtype})",
                  compute * shape.vocab * shape.hidden))
@@ -168,15 +171,21 @@ _KEPT = ("master weights", "AdamW moments")
 
 
 def peak(rows: Sequence[tuple[str, int]]) -> int:
-    """The most the GPU holds at once: during the update every learner row, during generation and the weight sync
-    the learner's kept rows, the sampler's and the sync's; a sampler that does not sleep adds to both.
+    """The most the GPU holds at once: during the update every learner row; during generation the learner's kept
+    rows and the sampler's; during the weight sync the kept rows and the sync's (a sleeping sampler's woken
+    weights among them: its KV cache wakes after the load). A sampler that does not sleep adds to all three.
 
     >>> peak([("master weights (float32)", 4), ("gradients (float32)", 4), (ASLEEP + "vLLM", 10), (SYNC + "x", 1)])
-    15
+    14
+    >>> peak([("master weights (float32)", 4), (ASLEEP + "vLLM", 2), (SYNC + "weights", 1), (SYNC + "x", 3)])
+    8
     """
     update = sum(b for name, b in rows if not name.startswith((ASLEEP, SYNC)))
-    generation = sum(b for name, b in rows if name.startswith((*_KEPT, "sampler", SYNC)))
-    return max(update, generation)
+    kept = sum(b for name, b in rows if name.startswith(_KEPT) or
+               (name.startswith("sampler") and not name.startswith(ASLEEP)))
+    generation = kept + sum(b for name, b in rows if name.startswith(ASLEEP))
+    sync = kept + sum(b for name, b in rows if name.startswith(SYNC))
+    return max(update, generation, sync)
 
 
 #: torch's words for a device out of memory, also where an episode's error comes back as text (the stream's)
@@ -233,7 +242,7 @@ def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
              f"vocabulary {shape.vocab}" + (f" ({hub}'s published config.json: no model.path given, nothing "
                                             "downloaded)" if (hub := published(cfg)) else "")]
     lines += [f"  {name:<60} {size / GiB:8.2f} GiB" for name, size in rows]
-    lines.append(f"  {'peak (the update, or generation and sync)':<60} {total / GiB:8.2f} GiB of "
+    lines.append(f"  {'peak (the update, generation or the sync)':<60} {total / GiB:8.2f} GiB of "
                  f"{gpu_memory / GiB:.0f} GiB")
     lines.append(f"a step: about {turns} turns of up to {r.max_tokens} response tokens "
                  f"({turns * r.max_tokens} response tokens; prompts up to {cfg.model.max_model_len} tokens each), "

@@ -547,19 +547,22 @@ def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:
 
 
 def _sync(learner: Learner, engine: Engine | None, dtype: torch.dtype) -> None:
-    """The updated weights into the sampler. The engine wakes first (vLLM on a GPU takes back its share), then the
-    weights stream in one tensor at a time in its dtype, so the sync holds the learner's masters and moments, the
-    sampler and one tensor, not also a whole copy of the model (at 4B on 80 GB that copy does not fit). Sharded, the
-    gather is a collective every rank takes part in, engine or not, on its main thread (vllm_async loads on its
-    stepping thread): the whole copy is gathered first."""
+    """The updated weights into the sampler. The engine wakes its weights first (vLLM on a GPU takes back their
+    memory), the weights stream in one tensor at a time in its dtype, then its KV cache wakes: the sync holds the
+    learner's masters and moments, the sampler's weights and one tensor, not also a whole copy of the model (at 4B
+    on 80 GB that copy does not fit) nor the KV cache. Sharded, the gather is a collective every rank takes part in,
+    engine or not, on its main thread (vllm_async loads on its stepping thread): the whole copy is gathered first,
+    and let go before the KV cache wakes."""
     if learner.sharded:
         weights = learner.state_dict(dtype)
         if engine is not None:
-            wake(engine)
+            wake(engine, "weights")
             engine.load_weights(weights)
+        del weights
     elif engine is not None:
-        wake(engine)
+        wake(engine, "weights")
         engine.load_weights(learner.iter_weights(dtype))
+    wake(engine)
 
 
 def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str, Any]:

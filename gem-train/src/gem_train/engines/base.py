@@ -64,10 +64,11 @@ def sleep(engine: Engine | None) -> None:
         engine.sleep()
 
 
-def wake(engine: Engine | None) -> None:
-    """Take the memory back before the weight load (after :func:`sleep`); the weights then stream in."""
+def wake(engine: Engine | None, *tags: str) -> None:
+    """Take the memory back after :func:`sleep`: of ``tags`` alone (``"weights"`` before the weight load), or all
+    that still sleeps (the KV cache after it)."""
     if engine is not None and hasattr(engine, "wake"):
-        engine.wake()
+        engine.wake(*tags)
 
 
 @runtime_checkable

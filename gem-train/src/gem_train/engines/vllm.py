@@ -238,15 +238,17 @@ class VLLMEngine:
         if self.sleeps:
             self.llm.sleep(level=2)
 
-    def wake(self) -> None:
-        """Take the memory back before the weight load (a no-op where the engine did not sleep)."""
+    def wake(self, *tags: str) -> None:
+        """Take the memory back after :meth:`sleep`: of ``tags`` alone (vLLM's ``"weights"``, ``"kv_cache"``), or all
+        that still sleeps. The sync wakes the weights, loads them, then wakes the rest: the KV cache never sits
+        beside the weights in flight (a no-op where the engine did not sleep)."""
         if self.sleeps:
             # the update's freed blocks go back from torch's cache to the device first: vLLM's allocator is not
             # torch's and cannot take memory torch holds (the plan's peak assumes it is given back)
             import torch
 
             torch.cuda.empty_cache()
-            self.llm.wake_up()
+            self.llm.wake_up(list(tags) or None)
 
     def load_weights(self, weights: Weights) -> None:
         pairs = weight_pairs(weights)

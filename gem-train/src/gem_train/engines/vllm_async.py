@@ -73,8 +73,8 @@ class VLLMAsyncEngine(VLLMEngine):
     def sleep(self) -> None:
         self._call(lambda: super(VLLMAsyncEngine, self).sleep())
 
-    def wake(self) -> None:
-        self._call(lambda: super(VLLMAsyncEngine, self).wake())
+    def wake(self, *tags: str) -> None:
+        self._call(lambda: super(VLLMAsyncEngine, self).wake(*tags))
 
     def close(self) -> None:
         if self._thread.is_alive():
