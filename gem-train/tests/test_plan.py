@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gem_train.plan import ASLEEP, PUBLISHED, SYNC, GiB, Shape, main, parse_size, peak, plan
+from gem_train.plan import _KEPT, ASLEEP, PUBLISHED, SYNC, GiB, Shape, main, parse_size, peak, plan
 
 #: the shapes of the paper's models (their published config.json, the fields the plan reads)
 QWEN3 = {"1.7B": PUBLISHED["Qwen/Qwen3-1.7B-Base"], "4B": PUBLISHED["Qwen/Qwen3-4B-Base"]}
@@ -144,5 +144,5 @@ def test_the_weight_sync_adds_one_tensor_to_vllms_weights_not_a_copy_of_the_mode
     sharded = dict(plan(_config("experiment=paper_math", f"model.path={path}", "trainer.strategy=fsdp"),
                         80 * GiB, gpus=2)[0])
     assert any(n.startswith(SYNC) and "gathered" in n and b == weights for n, b in sharded.items())
-    kept = sum(b for n, b in sharded.items() if n.startswith(("master weights", "AdamW moments")))
+    kept = sum(b for n, b in sharded.items() if n.startswith(_KEPT))
     assert peak(list(sharded.items())) < kept + share + weights  # the gathered copy does not sit beside the share
