@@ -236,11 +236,26 @@ class RunGroup:
             except OSError:
                 pass
         pids = self.pids()
+        # a pid read from cgroup.procs may exit and be reused by a process outside the group
+        # before it is signalled: pin each one with a pidfd, then signal only those the group
+        # still lists (a pidfd never refers to a later process of the same number)
+        pinned: dict[int, int] = {}
         for pid in pids:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+                pinned[pid] = os.pidfd_open(pid)
+            except OSError:
+                continue
+        try:
+            members = set(self.pids())
+            for pid, fd in pinned.items():
+                if pid in members:
+                    try:
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+        finally:
+            for fd in pinned.values():
+                os.close(fd)
         return not pids
 
     def remove(self) -> bool:
