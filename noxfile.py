@@ -290,17 +290,10 @@ def gpu_smoke(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def gpu_bundle(session: nox.Session) -> None:
-    """Wheels for a GPU machine with no network (its own torch and transformers stay): gem-core, gem-envs-games and
-    gem-train from this tree, and the Hydra packages such an image lacks, at the main job's pins, into
-    runs/gpu_bundle; there, gem-train/scripts/gpu_check.sh installs them without dependencies and runs the GPU
-    check in stages. Pure-Python wheels, 1 MB together: any Python 3.10+ takes them."""
-    out = ROOT / "runs" / "gpu_bundle"
-    shutil.rmtree(out, ignore_errors=True)
-    pins = ("-c", str(ROOT / "gem-train" / "constraints-main.txt"))
-    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), *pins,
-                *(str(ROOT / package) for package in ("gem-core", "gem-envs-games", "gem-train")),
-                "hydra-core", "omegaconf", "antlr4-python3-runtime")
-    session.log(f"{out}: " + ", ".join(sorted(p.name for p in out.glob("*.whl"))))
+    """Wheels for a GPU machine with no network (its own torch and transformers stay) into runs/gpu_bundle, by
+    gem-train/scripts/gpu_bundle.sh (its header says what they are); there, gem-train/scripts/gpu_check.sh
+    installs them without dependencies and runs the GPU check in stages."""
+    session.run("bash", str(ROOT / "gem-train" / "scripts" / "gpu_bundle.sh"), str(ROOT / "runs" / "gpu_bundle"))
 
 
 #: the id prefixes `nox -s audit` covers, one session each (run one part: nox -s "audit(family='game')")

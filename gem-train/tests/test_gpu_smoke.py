@@ -116,19 +116,57 @@ def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp
     assert json.loads((tmp_path / "run" / "gpu_smoke.json").read_text())["records"][0]["iteration"] == 1
 
 
-def test_the_offline_check_script_runs_its_stages_and_keeps_a_stopped_stages_files(tmp_path):
-    """gem-train/scripts/gpu_check.sh, as it runs on a GPU machine with no network, here at small width on CPU
-    (no bundle: the packages installed here): stage 1 finishes, stage 2 is stopped by its 1-second limit."""
+#: a sitecustomize for the check's interpreter that makes it an image with torch and transformers alone: ours,
+#: pluggy and Hydra's packages are found only in the first PYTHONPATH entry (where gpu_check.sh installs the
+#: bundle), tensorboard and matplotlib nowhere
+BARE_IMAGE = """
+import os, sys
+from importlib.machinery import PathFinder
+
+OURS = {"gem", "gem_train", "gem_envs_games", "pluggy", "hydra", "omegaconf", "antlr4", "tensorboard", "matplotlib"}
+BUNDLE = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
+
+
+class BundleOnly:
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in OURS:
+            return None
+        spec = PathFinder.find_spec(name, [BUNDLE]) if BUNDLE.startswith(os.environ["BUNDLE_SITES"]) else None
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r} (not in the bundle)", name=name)
+        return spec
+
+
+sys.meta_path.insert(0, BundleOnly())
+"""
+
+
+def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stages_files(tmp_path):
+    """gem-train/scripts/gpu_check.sh, as it runs on a GPU machine with no network, here at small width on CPU:
+    gpu_bundle.sh's wheels are all of ours it imports (the rest hidden, as on an image with torch and transformers
+    alone, tensorboard and matplotlib included: a line says each is missing); stage 1 finishes, stage 2 is stopped
+    by its 1-second limit."""
     import os
     from pathlib import Path
 
-    script = Path(__file__).parents[1] / "scripts" / "gpu_check.sh"
+    scripts = Path(__file__).parents[1] / "scripts"
+    bundle = tmp_path / "bundle"
+    subprocess.run(["bash", str(scripts / "gpu_bundle.sh"), str(bundle)], env={**os.environ, "PY": sys.executable},
+                   check=True, capture_output=True, timeout=600)
+    (tmp_path / "image").mkdir()
+    (tmp_path / "image" / "sitecustomize.py").write_text(BARE_IMAGE)
+    sites = tmp_path / "sites"  # the bundle's scratch folder, made by mktemp under TMPDIR
+    sites.mkdir()
     env = {**os.environ, "SIZE": "tiny", "DEVICE": "cpu", "PY": sys.executable, "OUT": str(tmp_path / "out"),
-           "BUNDLE": str(tmp_path / "no-bundle"), "TOK1": "16", "T1": "600", "T2": "1"}
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+           "BUNDLE": str(bundle), "TOK1": "16", "T1": "600", "T2": "1", "PYTHONPATH": str(tmp_path / "image"),
+           "TMPDIR": str(sites), "BUNDLE_SITES": str(sites)}
+    done = subprocess.run(["bash", str(scripts / "gpu_check.sh")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = tmp_path / "out"
     assert "gem-train" in (out / "versions.txt").read_text()
     assert (out / "stage1.json").is_file() and (out / "stage1.metrics.jsonl").is_file()
-    assert "gpu_smoke: tiny on CPU (hf), 3 iterations" in (out / "stage1.log").read_text()
+    log = (out / "stage1.log").read_text()
+    assert "gpu_smoke: tiny on CPU (hf), 3 iterations" in log, log[-3000:]
+    assert "the tensorboard package is not installed" in log and "the matplotlib package is not installed" in log
     assert "== stage 2: exit 124 (the time limit)" in done.stdout and not (out / "stage2.json").exists()

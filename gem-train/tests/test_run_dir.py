@@ -167,6 +167,30 @@ def test_curves_have_integer_iteration_ticks_and_legends_clear_of_the_data(tmp_p
         assert not legend.overlaps(ax.get_window_extent()), ax.get_title()
 
 
+def test_without_tensorboard_and_matplotlib_a_run_keeps_its_figures_and_says_what_is_missing(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """gem-train installed without its dependencies (gpu_check.sh's bundle on a GPU image): metrics.jsonl and
+    curves.txt are written, a line says each missing package, and the run's last line names only what exists."""
+    from gem_train.curves import curve_summary, write_curves, written
+    from gem_train.metrics_log import MetricsLog
+
+    for absent in ("tensorboard", "torch.utils.tensorboard", "matplotlib"):
+        monkeypatch.setitem(sys.modules, absent, None)  # import raises ImportError
+    log = MetricsLog(tmp_path / "metrics.jsonl", tensorboard_dir=tmp_path / "tensorboard")
+    assert log.tensorboard is None and "the tensorboard package is not installed" in capsys.readouterr().out
+    train = {"iteration": 1, "return": 0.5, "success": 0.5, "format_errors": 0.0, "turns": 2.0, "update_s": 1.0}
+    log.write("train", **train)
+    log.close()
+    records = read_metrics(tmp_path / "metrics.jsonl")
+    text = write_curves(records, tmp_path)
+    assert text.endswith("no curves.png: the matplotlib package is not installed (pip install matplotlib)")
+    assert (tmp_path / "curves.txt").read_text() == curve_summary(records) + "\n"
+    assert not (tmp_path / "curves.png").exists() and written(tmp_path) == f"curves: {tmp_path / 'curves.txt'}"
+    (tmp_path / "curves.png").touch()
+    (tmp_path / "tensorboard").mkdir()
+    assert written(tmp_path) == f"curves: {tmp_path / 'curves.png'}, TensorBoard: {tmp_path / 'tensorboard'}"
+
+
 def test_a_dataset_that_is_not_here_is_one_line(tmp_path):
     """The paper presets' datasets (ORZ-57k, HotpotQA, PrimeIntellect-15k) are on the hub only: without a local
     copy the run stops with the env's own message in one line, and how to pass the file in gem-train's terms."""

@@ -107,7 +107,17 @@ def plot_curves(records: Sequence[dict[str, Any]], path: str | Path) -> Path:
 def write_curves(records: Sequence[dict[str, Any]], folder: str | Path) -> str:
     """``curves.png`` and ``curves.txt`` in ``folder``; returns the summary text."""
     folder = Path(folder)
-    plot_curves(records, folder / "curves.png")
     text = curve_summary(records)
     (folder / "curves.txt").write_text(text + "\n")
+    try:
+        plot_curves(records, folder / "curves.png")
+    except ImportError:  # installed without its dependencies (gpu_check.sh's bundle on a bare image)
+        text += "\nno curves.png: the matplotlib package is not installed (pip install matplotlib)"
     return text
+
+
+def written(folder: str | Path) -> str:
+    """The line after a run's summary: where its curves and TensorBoard scalars are, of those that exist."""
+    folder = Path(folder)
+    files = (("curves", folder / "curves.png"), ("TensorBoard", folder / "tensorboard"))
+    return ", ".join(f"{label}: {path}" for label, path in files if path.exists()) or f"curves: {folder / 'curves.txt'}"

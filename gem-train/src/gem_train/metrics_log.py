@@ -89,9 +89,15 @@ class MetricsLog:
         self._keep(keep_until)
         self.tensorboard = None
         if tensorboard_dir is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tensorboard = SummaryWriter(str(tensorboard_dir))
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                # a gem-train installed without its dependencies (gpu_check.sh's bundle on a bare image): the
+                # run goes on, its scalars being in metrics.jsonl anyway
+                show("no TensorBoard scalars: the tensorboard package is not installed (pip install tensorboard, "
+                     "or trainer.tensorboard=false); metrics.jsonl holds every figure", stream)
+            else:
+                self.tensorboard = SummaryWriter(str(tensorboard_dir))
         self.wandb_run = wandb_run
 
     def _keep(self, keep_until: int | None) -> None:

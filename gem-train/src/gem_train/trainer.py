@@ -34,7 +34,7 @@ from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
 from gem_train.checkpoint import SERVE, latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, carries_over, check_model_path, validate
-from gem_train.curves import curve_summary, write_curves
+from gem_train.curves import curve_summary, write_curves, written
 from gem_train.demonstrations import demonstrations, demonstrator_factory
 from gem_train.engines import Engine, Sampling, make_engine
 from gem_train.engines.base import sleep, wake
@@ -542,7 +542,7 @@ def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:
         records = read_metrics(out / "metrics.jsonl")
         if records and cfg.experiment.console:
             summary["curves"] = curve_summary(records)
-            show(f"\n{summary['curves']}\ncurves: {out / 'curves.png'}, TensorBoard: {out / 'tensorboard'}")
+            show(f"\n{summary['curves']}\n{written(out)}")
     return summary
 
 
@@ -669,7 +669,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
         records = read_metrics(run.out / "metrics.jsonl")
         summary["curves"] = write_curves(records, run.out)
         if cfg.experiment.console:
-            show(f"\n{summary['curves']}\ncurves: {run.out / 'curves.png'}, TensorBoard: {run.out / 'tensorboard'}")
+            show(f"\n{summary['curves']}\n{written(run.out)}")
     # every rank returns once rank 0 has finished the run folder
     distributed.barrier()
     return summary
