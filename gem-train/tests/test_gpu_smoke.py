@@ -118,12 +118,13 @@ def test_a_run_stopped_by_its_time_limit_prints_the_iterations_that_finished(tmp
 
 #: a sitecustomize for the check's interpreter that makes it an image with torch and transformers alone: ours,
 #: pluggy and Hydra's packages are found only in the first PYTHONPATH entry (where gpu_check.sh installs the
-#: bundle), tensorboard and matplotlib nowhere
+#: bundle); tensorboard, matplotlib and gem-envs-games' word lists and zim reader nowhere
 BARE_IMAGE = """
 import os, sys
 from importlib.machinery import PathFinder
 
-OURS = {"gem", "gem_train", "gem_envs_games", "pluggy", "hydra", "omegaconf", "antlr4", "tensorboard", "matplotlib"}
+OURS = {"gem", "gem_train", "gem_envs_games", "pluggy", "hydra", "omegaconf", "antlr4", "tensorboard", "matplotlib",
+        "english_words", "wordfreq", "libzim"}
 BUNDLE = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
 
 
