@@ -13,9 +13,15 @@
 # stageN.metrics.jsonl (what iterations finished, also after a timeout), stageN.json (gpu_smoke's summary) and
 # memory.csv (device memory each second, by nvidia-smi). Settings are environment variables:
 #   OUT=runs/gpu_check BUNDLE=runs/gpu_bundle PY=python3 SIZE=1.7B DEVICE=cuda ENGINE=hf
-#   T1=300 TOK1=256 T2=220 TOK2=1024 TURNS2=64
+#   T1=300 TOK1=256 T2=220 TOK2=1024 TURNS2=64 EXTRA=
+# EXTRA holds more Hydra overrides for both stages, separated by spaces (EXTRA="trainer.lr=2e-6"); the stages' own
+# settings above (TOK1, TOK2, TURNS2) win over it.
 # ENGINE=hf samples with transformers (no vLLM there); where vLLM is installed, ENGINE=vllm_async.
 # A rehearsal on CPU: SIZE=tiny DEVICE=cpu TOK1=24 TOK2=48 TURNS2=8 bash gem-train/scripts/gpu_check.sh
+# and at Qwen3-1.7B's width (hidden 2048, 16 heads, the 151,936-row embedding) with two of its 28 layers, in about
+# 10 GiB: SIZE=1.7B DEVICE=cpu TOK1=16 TOK2=64 TURNS2=8 \
+#     EXTRA="model.tiny.num_layers=2 rollout.episodes_per_iter=2 rollout.turns_per_iter=4 rollout.concurrency=4" \
+#     bash gem-train/scripts/gpu_check.sh
 set -uo pipefail
 OUT=${OUT:-runs/gpu_check}
 BUNDLE=${BUNDLE:-runs/gpu_bundle}
@@ -28,6 +34,7 @@ TOK1=${TOK1:-256}
 T2=${T2:-220}
 TOK2=${TOK2:-1024}
 TURNS2=${TURNS2:-64}
+read -r -a EXTRA <<< "${EXTRA:-}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if compgen -G "$BUNDLE/*.whl" >/dev/null; then
@@ -57,9 +64,9 @@ fi
 stage() {  # stage N SECONDS ARGS...: one gpu_smoke run under a time limit; its files copied to OUT whatever happens
     local n=$1 seconds=$2 run=runs/gpu_check_stage$1
     shift 2
-    echo "== stage $n: gpu_smoke size=$SIZE device=$DEVICE engine=$ENGINE $* (limit ${seconds} s)"
+    echo "== stage $n: gpu_smoke size=$SIZE device=$DEVICE engine=$ENGINE ${EXTRA[*]} $* (limit ${seconds} s)"
     timeout --signal=INT --kill-after=15 "$seconds" "$PY" -m gem_train.gpu_smoke size="$SIZE" device="$DEVICE" \
-        engine="$ENGINE" out="$run" "$@" 2>&1 | tee "$OUT/stage$n.log"
+        engine="$ENGINE" out="$run" "${EXTRA[@]}" "$@" 2>&1 | tee "$OUT/stage$n.log"
     local rc=${PIPESTATUS[0]}
     echo "== stage $n: exit $rc$([ "$rc" = 124 ] && echo ' (the time limit)')"
     cp "$run/metrics.jsonl" "$OUT/stage$n.metrics.jsonl" 2>/dev/null

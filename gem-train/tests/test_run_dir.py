@@ -191,6 +191,24 @@ def test_without_tensorboard_and_matplotlib_a_run_keeps_its_figures_and_says_wha
     assert written(tmp_path) == f"curves: {tmp_path / 'curves.png'}, TensorBoard: {tmp_path / 'tensorboard'}"
 
 
+def test_a_broken_matplotlib_is_named_as_broken_not_as_missing(tmp_path, monkeypatch):
+    """An installed plotting package that fails to import (a missing shared library, say) is not called missing:
+    the line gives its own error, which ``pip install matplotlib`` would not fix; the figures are kept."""
+    from gem_train.curves import write_curves
+
+    broken = tmp_path / "site" / "matplotlib"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("libfreetype.so.6: cannot open shared object file")\n')
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    records = [{"kind": "train", "iteration": 1, "return": 0.5, "success": 0.5, "format_errors": 0.0, "turns": 2.0}]
+    text = write_curves(records, tmp_path)
+    assert text.endswith("no curves.png: the matplotlib package is installed but did not import (ImportError: "
+                         "libfreetype.so.6: cannot open shared object file)"), text
+    assert (tmp_path / "curves.txt").is_file() and not (tmp_path / "curves.png").exists()
+
+
 def test_a_dataset_that_is_not_here_is_one_line(tmp_path):
     """The paper presets' datasets (ORZ-57k, HotpotQA, PrimeIntellect-15k) are on the hub only: without a local
     copy the run stops with the env's own message in one line, and how to pass the file in gem-train's terms."""

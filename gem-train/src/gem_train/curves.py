@@ -111,8 +111,10 @@ def write_curves(records: Sequence[dict[str, Any]], folder: str | Path) -> str:
     (folder / "curves.txt").write_text(text + "\n")
     try:
         plot_curves(records, folder / "curves.png")
-    except ImportError:  # installed without its dependencies (gpu_check.sh's bundle on a bare image)
-        text += "\nno curves.png: the matplotlib package is not installed (pip install matplotlib)"
+    except ImportError as exc:  # installed without its dependencies (gpu_check.sh's bundle on a bare image)
+        from gem_train.metrics_log import import_failure
+
+        text += f"\nno curves.png: {import_failure('matplotlib', exc)}"
     return text
 
 

@@ -11,6 +11,7 @@ for SFT records).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import sys
@@ -47,6 +48,18 @@ def show(text: str, stream: TextIO | None = None) -> None:
         logger.info(text)
     else:
         print(text, file=stream or sys.stdout, flush=True)
+
+
+def import_failure(package: str, exc: ImportError) -> str:
+    """Why an optional package's import failed, for a run that goes on without it: not installed (and the pip
+    line), or installed and broken (its own error, which a pip line would not fix)."""
+    try:
+        installed = importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a module object without a spec in sys.modules
+        installed = False
+    if not installed:
+        return f"the {package} package is not installed (pip install {package})"
+    return f"the {package} package is installed but did not import ({type(exc).__name__}: {exc})"
 
 
 def require_wandb() -> Any:
@@ -91,11 +104,11 @@ class MetricsLog:
         if tensorboard_dir is not None:
             try:
                 from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
+            except ImportError as exc:
                 # a gem-train installed without its dependencies (gpu_check.sh's bundle on a bare image): the
                 # run goes on, its scalars being in metrics.jsonl anyway
-                show("no TensorBoard scalars: the tensorboard package is not installed (pip install tensorboard, "
-                     "or trainer.tensorboard=false); metrics.jsonl holds every figure", stream)
+                show(f"no TensorBoard scalars: {import_failure('tensorboard', exc)}; metrics.jsonl holds every "
+                     "figure (trainer.tensorboard=false turns this off)", stream)
             else:
                 self.tensorboard = SummaryWriter(str(tensorboard_dir))
         self.wandb_run = wandb_run
