@@ -8,7 +8,7 @@
 # It installs the bundle's wheels without dependencies into a scratch folder (the machine's own torch and
 # transformers stay), then runs gem_train.gpu_smoke twice, each under a time limit:
 #   stage 1: short turns (TOK1 tokens), 3 iterations: setup, learner and sampler figures in little time;
-#   stage 2: the paper's long turns (TOK2 tokens), 2 iterations of TURNS2 turns.
+#   stage 2: the paper's long turns (TOK2 tokens), 2 iterations of TURNS2 turns, on the model stage 1 built.
 # Everything lands in OUT: versions.txt, stageN.log (the trainer's [setup], [rollout] and [train] lines),
 # stageN.metrics.jsonl (what iterations finished, also after a timeout), stageN.json (gpu_smoke's summary) and
 # memory.csv (device memory each second, by nvidia-smi). Settings are environment variables:
@@ -74,7 +74,13 @@ stage() {  # stage N SECONDS ARGS...: one gpu_smoke run under a time limit; its 
     return 0
 }
 stage 1 "$T1" iterations=3 rollout.max_tokens="$TOK1"
-stage 2 "$T2" iterations=2 rollout.max_tokens="$TOK2" rollout.turns_per_iter="$TURNS2"
+# stage 2 trains the model stage 1 built (the same random weights and tokenizer: the build's recipe does not depend
+# on the turn length), so its time goes to long turns, not to building and writing 7 GB again; where stage 1 stopped
+# before its build was complete (the marker is written last), stage 2 builds its own
+built=runs/gpu_check_stage1/model_init
+shared=()
+[ -s "$built/gem_train_build.json" ] && shared=(model.name=hf "model.path=$built")
+stage 2 "$T2" iterations=2 rollout.max_tokens="$TOK2" rollout.turns_per_iter="$TURNS2" ${shared[@]+"${shared[@]}"}
 [ -n "$poller" ] && kill "$poller" 2>/dev/null
 [ -s "$OUT/memory.csv" ] && echo "peak device memory by nvidia-smi: $(cut -d, -f2 "$OUT/memory.csv" | sort -n | tail -1)"
 exit 0

@@ -147,7 +147,8 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     """gem-train/scripts/gpu_check.sh, as it runs on a GPU machine with no network, here at small width on CPU:
     gpu_bundle.sh's wheels are all of ours it imports (the rest hidden, as on an image with torch and transformers
     alone, tensorboard and matplotlib included: a line says each is missing); EXTRA's overrides reach both stages,
-    the stages' own settings winning over them; stage 1 finishes, stage 2 is stopped by its 1-second limit."""
+    the stages' own settings winning over them; stage 1 finishes, stage 2 is given stage 1's model and is stopped by
+    its 1-second limit."""
     import os
     from pathlib import Path
 
@@ -174,6 +175,8 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     assert "the tensorboard package is not installed" in log and "the matplotlib package is not installed" in log
     assert "== stage 2: exit 124 (the time limit)" in done.stdout and not (out / "stage2.json").exists()
     assert "rollout.concurrency=8 rollout.max_tokens=99 iterations=3 rollout.max_tokens=16" in done.stdout
+    # stage 2 trains the model stage 1 built rather than building (and on a GPU writing 7 GB) again
+    assert "rollout.turns_per_iter=64 model.name=hf model.path=runs/gpu_check_stage1/model_init" in done.stdout
     records = json.loads((out / "stage1.json").read_text())["records"]
     assert [r["turns_trained"] for r in records] == [8, 8, 8], records
     assert all(r["response_tokens"] <= 16 for r in records), records
