@@ -73,11 +73,13 @@ stage() {  # stage N SECONDS ARGS...: one gpu_smoke run under a time limit; its 
     cp "$run/gpu_smoke.json" "$OUT/stage$n.json" 2>/dev/null
     return 0
 }
-stage 1 "$T1" iterations=3 rollout.max_tokens="$TOK1"
 # stage 2 trains the model stage 1 built (the same random weights and tokenizer: the build's recipe does not depend
 # on the turn length), so its time goes to long turns, not to building and writing 7 GB again; where stage 1 stopped
-# before its build was complete (the marker is written last), stage 2 builds its own
+# before its build was complete (the marker is written last), stage 2 builds its own. An earlier check's model is
+# removed first, so a stage 1 stopped before it starts over cannot hand stage 2 a model of another SIZE.
 built=runs/gpu_check_stage1/model_init
+rm -rf "$built"
+stage 1 "$T1" iterations=3 rollout.max_tokens="$TOK1"
 shared=()
 [ -s "$built/gem_train_build.json" ] && shared=(model.name=hf "model.path=$built")
 stage 2 "$T2" iterations=2 rollout.max_tokens="$TOK2" rollout.turns_per_iter="$TURNS2" ${shared[@]+"${shared[@]}"}

@@ -180,3 +180,22 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     records = json.loads((out / "stage1.json").read_text())["records"]
     assert [r["turns_trained"] for r in records] == [8, 8, 8], records
     assert all(r["response_tokens"] <= 16 for r in records), records
+
+
+def test_an_earlier_checks_model_is_not_handed_to_stage_2_when_stage_1_stops_before_building(tmp_path):
+    """gpu_check.sh gives stage 2 the model stage 1 built; a model left by an earlier check (another SIZE, say) is
+    removed first, so a stage 1 stopped before its own build leaves stage 2 to build its model itself."""
+    import os
+    from pathlib import Path
+
+    stale = tmp_path / "runs" / "gpu_check_stage1" / "model_init"
+    stale.mkdir(parents=True)
+    (stale / "gem_train_build.json").write_text('{"tiny": {"hidden_size": 64}}')
+    env = {**os.environ, "SIZE": "tiny", "DEVICE": "cpu", "PY": sys.executable, "OUT": str(tmp_path / "out"),
+           "BUNDLE": str(tmp_path / "no-bundle"), "T1": "1", "T2": "1"}
+    done = subprocess.run(["bash", str(Path(__file__).parents[1] / "scripts" / "gpu_check.sh")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "== stage 1: exit 124 (the time limit)" in done.stdout
+    assert "== stage 2: gpu_smoke" in done.stdout and "model.path=" not in done.stdout
+    assert not stale.exists()
