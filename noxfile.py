@@ -379,3 +379,5 @@ def bench(session: nox.Session) -> None:
             _install_tree(session, package, extras=FULL_EXTRAS.get(package, ""))
         for script in sorted((ROOT / package / "bench").glob("bench_*.py")):
             session.run("python", str(script), env=env)
+            if script.name == "bench_async_rollout.py":  # continuous batching with the HF engine too
+                session.run("python", str(script), "--engine", "hf_async", env=env)

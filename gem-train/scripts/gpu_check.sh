@@ -12,11 +12,12 @@
 # Everything lands in OUT: versions.txt, stageN.log (the trainer's [setup], [rollout] and [train] lines),
 # stageN.metrics.jsonl (what iterations finished, also after a timeout), stageN.json (gpu_smoke's summary) and
 # memory.csv (device memory each second, by nvidia-smi). Settings are environment variables:
-#   OUT=runs/gpu_check BUNDLE=runs/gpu_bundle PY=python3 SIZE=1.7B DEVICE=cuda ENGINE=hf
+#   OUT=runs/gpu_check BUNDLE=runs/gpu_bundle PY=python3 SIZE=1.7B DEVICE=cuda ENGINE=hf_async
 #   T1=300 TOK1=256 T2=220 TOK2=1024 TURNS2=64 EXTRA=
 # EXTRA holds more Hydra overrides for both stages, separated by spaces (EXTRA="trainer.lr=2e-6"); the stages' own
 # settings above (TOK1, TOK2, TURNS2) win over it.
-# ENGINE=hf samples with transformers (no vLLM there); where vLLM is installed, ENGINE=vllm_async.
+# ENGINE=hf_async samples with transformers (no vLLM there) with continuous batching and carry-over, the paper
+# path's rollouts; ENGINE=hf with the batch engine; where vLLM is installed, ENGINE=vllm_async.
 # A rehearsal on CPU: SIZE=tiny DEVICE=cpu TOK1=24 TOK2=48 TURNS2=8 bash gem-train/scripts/gpu_check.sh
 # and at Qwen3-1.7B's width (hidden 2048, 16 heads, the 151,936-row embedding) with two of its 28 layers, in about
 # 10 GiB: SIZE=1.7B DEVICE=cpu TOK1=16 TOK2=64 TURNS2=8 \
@@ -28,7 +29,7 @@ BUNDLE=${BUNDLE:-runs/gpu_bundle}
 PY=${PY:-python3}
 SIZE=${SIZE:-1.7B}
 DEVICE=${DEVICE:-cuda}
-ENGINE=${ENGINE:-hf}
+ENGINE=${ENGINE:-hf_async}
 T1=${T1:-300}
 TOK1=${TOK1:-256}
 T2=${T2:-220}

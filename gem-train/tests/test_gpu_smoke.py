@@ -27,12 +27,14 @@ def test_the_1_7b_run_is_qwen3_1_7b_on_the_paper_path_and_fits_80gb():
     assert peak(plan(cfg, 80 * GiB)[0]) < 80 * GiB
 
 
-def test_with_the_hf_engine_the_1_7b_run_fits_too():
+@pytest.mark.parametrize("engine", ["hf", "hf_async"])
+def test_with_the_hf_engines_the_1_7b_run_fits_too(engine):
     """The first GPU run (H200) stopped at the plan: the HF engine's KV cache at 128 x 8192 tokens did not fit."""
     with initialize_config_module("gem_train.conf", version_base="1.3"):
-        cfg = to_train_config(compose("config", overrides=overrides("1.7B", 3, "cuda", "/tmp/x", [], "hf")))
+        cfg = to_train_config(compose("config", overrides=overrides("1.7B", 3, "cuda", "/tmp/x", [], engine)))
     validate(cfg)
-    assert (cfg.rollout.engine, cfg.rollout.max_tokens, cfg.model.max_model_len) == ("hf", 1024, 2048)
+    assert (cfg.rollout.engine, cfg.rollout.max_tokens, cfg.model.max_model_len) == (engine, 1024, 2048)
+    assert cfg.rollout.carry_over
     assert peak(plan(cfg, 80 * GiB)[0]) < 80 * GiB
 
 
@@ -49,14 +51,15 @@ def test_without_vllm_the_vllm_engines_say_so_in_one_line(monkeypatch):
     assert main(["engine=vllm_async"]) == 1
 
 
-def test_the_script_runs_with_the_hf_engine_on_cpu(tmp_path):
-    """What ran on the H200 (no vLLM there): the paper path's learner with the transformers sampler, printing
-    what each setup phase took before the first iteration."""
-    done = subprocess.run([sys.executable, "-m", "gem_train.gpu_smoke", "size=tiny", "device=cpu", "engine=hf",
+@pytest.mark.parametrize("engine", ["hf", "hf_async"])
+def test_the_script_runs_with_the_hf_engines_on_cpu(tmp_path, engine):
+    """What ran on the H200 (no vLLM there): the paper path's learner with the transformers sampler (batched, or
+    continuously batched with carry-over), printing what each setup phase took before the first iteration."""
+    done = subprocess.run([sys.executable, "-m", "gem_train.gpu_smoke", "size=tiny", "device=cpu", f"engine={engine}",
                            "iterations=2", f"out={tmp_path / 'run'}"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "[setup] tiny model ready in" in done.stdout and "[setup] sampler (hf) ready in" in done.stdout
-    assert done.stdout.strip().splitlines()[-1].startswith("gpu_smoke: tiny on CPU (hf), 2 iterations")
+    assert "[setup] tiny model ready in" in done.stdout and f"[setup] sampler ({engine}) ready in" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith(f"gpu_smoke: tiny on CPU ({engine}), 2 iterations")
 
 
 def test_without_a_gpu_it_says_so_in_one_line():
@@ -171,7 +174,7 @@ def test_the_offline_check_script_runs_from_its_bundle_and_keeps_a_stopped_stage
     assert "gem-train" in (out / "versions.txt").read_text()
     assert (out / "stage1.json").is_file() and (out / "stage1.metrics.jsonl").is_file()
     log = (out / "stage1.log").read_text()
-    assert "gpu_smoke: tiny on CPU (hf), 3 iterations" in log, log[-3000:]
+    assert "gpu_smoke: tiny on CPU (hf_async), 3 iterations" in log, log[-3000:]
     assert "the tensorboard package is not installed" in log and "the matplotlib package is not installed" in log
     assert "== stage 2: exit 124 (the time limit)" in done.stdout and not (out / "stage2.json").exists()
     assert "rollout.concurrency=8 rollout.max_tokens=99 iterations=3 rollout.max_tokens=16" in done.stdout

@@ -30,13 +30,13 @@ def update(self, *args, **kwargs):
     return real(self, *args, **kwargs)
 gem_train.learner.Learner.update = update
 """
-#: the same in the sampler, at once
+#: the same in the sampler's first prompt pass (the batch engine's and the continuous one's)
 SAMPLER = f"""
 import torch
 from gem_train.engines.hf import HFEngine
-def generate(self, *args, **kwargs):
+def prefill(self, *args, **kwargs):
     raise torch.OutOfMemoryError({OOM!r})
-HFEngine.generate = generate
+HFEngine.prefill = prefill
 """
 
 
@@ -54,8 +54,10 @@ def test_an_update_out_of_memory_names_the_phase_the_settings_and_the_checkpoint
     assert [r["iteration"] for r in read_metrics(out / "metrics.jsonl") if r["kind"] == "train"] == [1, 2]
 
 
-def test_a_sampler_out_of_memory_names_the_samplers_settings(tmp_path):
-    done = gem_train(*SMALL, f"experiment.output_dir={tmp_path / 'run'}", cwd=tmp_path, prelude=SAMPLER)
+@pytest.mark.parametrize("engine", ["hf", "hf_async"])
+def test_a_sampler_out_of_memory_names_the_samplers_settings(tmp_path, engine):
+    done = gem_train(*SMALL, f"rollout={engine}", f"experiment.output_dir={tmp_path / 'run'}", cwd=tmp_path,
+                     prelude=SAMPLER)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("gem-train: out of device memory in the generation of iteration 1")

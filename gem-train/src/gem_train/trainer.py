@@ -248,6 +248,8 @@ class _Run:
                            gpu_memory_utilization=v.gpu_memory_utilization, enforce_eager=v.enforce_eager)
         else:
             options["device"] = self.device
+            if cfg.rollout.engine == "hf_async":
+                options.update(max_model_len=cfg.model.max_model_len, gather_s=cfg.rollout.batch_wait_ms / 1000)
         return make_engine(cfg.rollout.engine, self.engine_path, **options)
 
     def encode(self, observation: Any) -> list[int]:

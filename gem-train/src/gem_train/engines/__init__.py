@@ -13,12 +13,16 @@ from gem_train.engines.base import ContinuousEngine, Engine, Generation, Samplin
 
 
 def make_engine(kind: str, model_path: str, **options: Any) -> Engine:
-    """An engine of ``kind`` serving the model folder ``model_path``: ``hf``, ``vllm`` (a batch per call) or
-    ``vllm_async`` (vLLM with continuous batching: also ``agenerate``, one request that returns when done)."""
+    """An engine of ``kind`` serving the model folder ``model_path``: ``hf`` or ``vllm`` (a batch per call),
+    ``hf_async`` or ``vllm_async`` (continuous batching: also ``agenerate``, one request that returns when done)."""
     if kind == "hf":
         from gem_train.engines.hf import HFEngine
 
         return HFEngine(model_path, **options)
+    if kind == "hf_async":
+        from gem_train.engines.hf_async import HFAsyncEngine
+
+        return HFAsyncEngine(model_path, **options)
     if kind == "vllm":
         from gem_train.engines.vllm import VLLMEngine
 
@@ -27,7 +31,7 @@ def make_engine(kind: str, model_path: str, **options: Any) -> Engine:
         from gem_train.engines.vllm_async import VLLMAsyncEngine
 
         return VLLMAsyncEngine(model_path, **options)
-    raise ValueError(f"unknown engine {kind!r}: use hf, vllm or vllm_async")
+    raise ValueError(f"unknown engine {kind!r}: use hf, hf_async, vllm or vllm_async")
 
 
 __all__ = ["ContinuousEngine", "Engine", "Generation", "Sampling", "make_engine"]

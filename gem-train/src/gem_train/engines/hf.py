@@ -38,6 +38,29 @@ def _draw(probs: torch.Tensor, generators: Sequence[torch.Generator]) -> torch.T
     return (probs / q).argmax(-1)
 
 
+#: what torch.multinomial refused: a row of nan/inf probabilities, or none above zero
+NAN_MESSAGE = "the model's next-token probabilities hold nan or inf, or are all zero"
+
+
+def _drawable(logprob: float) -> bool:
+    return not (math.isnan(logprob) or logprob == float("-inf"))
+
+
+def sample(logits: torch.Tensor, sampling: Sampling,
+           generators: Sequence[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's next token under ``sampling`` (temperature, top-p; greedy at temperature 0), row ``i`` drawn
+    with ``generators[i]``, and its logprob under the distribution it was drawn from. (B, V) -> (B,), (B,)."""
+    logits = logits.float()
+    if sampling.temperature > 0:
+        logits = _top_p_filter(logits / sampling.temperature, sampling.top_p)
+        logp = torch.log_softmax(logits, -1)
+        nxt = _draw(logp.exp(), generators)
+    else:
+        logp = torch.log_softmax(logits, -1)
+        nxt = logits.argmax(-1)
+    return nxt, logp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
+
+
 class HFEngine:
     """Sampling with ``transformers`` (any HF causal LM), one batch at a time."""
 
@@ -66,10 +89,43 @@ class HFEngine:
     ) -> list[Generation]:
         if not prompts:
             return []
-        # one generator per request: its draws do not depend on which other requests share the batch
-        gens = [torch.Generator(device=self.device) for _ in prompts]
-        for g, seed in zip(gens, request_seeds(len(prompts), sampling, seeds)):
+        gens = self.generators(request_seeds(len(prompts), sampling, seeds))
+        past, mask, next_pos, logits = self.prefill(prompts)
+        tokens: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        live = list(range(len(prompts)))
+        stops = torch.tensor(self.stop_ids, device=self.device)
+        for _ in range(sampling.max_tokens):
+            nxt, chosen = sample(logits, sampling, gens)
+            # one copy to the host per step, not one per row and value (each a device sync on a GPU)
+            step_tokens, step_logprobs = nxt.tolist(), chosen.tolist()
+            if any(not _drawable(step_logprobs[i]) for i in live):
+                raise RuntimeError(NAN_MESSAGE)
+            for i in live:
+                tokens[i].append(step_tokens[i])
+                logprobs[i].append(step_logprobs[i])
+            done |= torch.isin(nxt, stops)
+            live = [i for i, finished in enumerate(done.tolist()) if not finished]
+            if not live:
+                break
+            past, mask, logits = self.decode(past, mask, next_pos, nxt)
+            next_pos = next_pos + 1
+        return [
+            Generation(t, lp, "stop" if t and t[-1] in self.stop_ids else "length")
+            for t, lp in zip(tokens, logprobs)
+        ]
+
+    def generators(self, seeds: Sequence[int | None]) -> list[torch.Generator]:
+        """One generator per request: its draws do not depend on which other requests share the batch."""
+        gens = [torch.Generator(device=self.device) for _ in seeds]
+        for g, seed in zip(gens, seeds):
             g.manual_seed(seed if seed is not None else torch.seed())
+        return gens
+
+    def prefill(self, prompts: list[list[int]]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompts' pass, left-padded to the longest: the KV cache, the attention mask (1 on real tokens), each
+        row's next position and its next-token logits."""
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -79,45 +135,15 @@ class HFEngine:
         ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **self.last_logits)
-        past, logits = getattr(out, self.cache_name), out.logits[:, -1]
-        next_pos = positions[:, -1] + 1
-        tokens: list[list[int]] = [[] for _ in prompts]
-        logprobs: list[list[float]] = [[] for _ in prompts]
-        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
-        live = list(range(len(prompts)))
-        stops = torch.tensor(self.stop_ids, device=self.device)
-        for _ in range(sampling.max_tokens):
-            logits = logits.float()
-            if sampling.temperature > 0:
-                logits = _top_p_filter(logits / sampling.temperature, sampling.top_p)
-                logp = torch.log_softmax(logits, -1)
-                probs = logp.exp()
-                nxt = _draw(probs, gens)
-            else:
-                logp = torch.log_softmax(logits, -1)
-                nxt = logits.argmax(-1)
-            chosen = logp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
-            # one copy to the host per step, not one per row and value (each a device sync on a GPU)
-            step_tokens, step_logprobs = nxt.tolist(), chosen.tolist()
-            if any(math.isnan(step_logprobs[i]) or step_logprobs[i] == float("-inf") for i in live):
-                # what torch.multinomial refused: a row of nan/inf probabilities, or none above zero
-                raise RuntimeError("the model's next-token probabilities hold nan or inf, or are all zero")
-            for i in live:
-                tokens[i].append(step_tokens[i])
-                logprobs[i].append(step_logprobs[i])
-            done |= torch.isin(nxt, stops)
-            live = [i for i, finished in enumerate(done.tolist()) if not finished]
-            if not live:
-                break
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
-            out = self.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=next_pos.unsqueeze(-1),
-                             use_cache=True, **{self.cache_name: past})
-            past, logits = getattr(out, self.cache_name), out.logits[:, -1]
-            next_pos = next_pos + 1
-        return [
-            Generation(t, lp, "stop" if t and t[-1] in self.stop_ids else "length")
-            for t, lp in zip(tokens, logprobs)
-        ]
+        return getattr(out, self.cache_name), mask, positions[:, -1] + 1, out.logits[:, -1]
+
+    def decode(self, past: Any, mask: torch.Tensor, next_pos: torch.Tensor,
+               nxt: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """One decode step of every row: token ``nxt`` at ``next_pos``; the cache, the mask and the logits after."""
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+        out = self.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=next_pos.unsqueeze(-1),
+                         use_cache=True, **{self.cache_name: past})
+        return getattr(out, self.cache_name), mask, out.logits[:, -1]
 
     def load_weights(self, weights: Weights) -> None:
         # each tensor copied into place as it comes (and cast to the sampler's dtype), none kept; names the model

