@@ -130,7 +130,6 @@ class SteppingEngine:
                 if request_id in waiting:
                     _resolve(*waiting.pop(request_id), answer, error=isinstance(answer, BaseException))
 
-
     def _serve_broken(self, exc: BaseException) -> None:
         """The stepping thread could not start: answer each request with ``exc`` and run calls, until closed."""
         while (item := self._inbox.get()) is not None:
