@@ -101,10 +101,9 @@ class HFBatching(Batching):
 
     def generate(self, prompts: list[list[int]], sampling: Any, seeds: list[int]) -> list[Any]:
         from gem_train.engines.base import Generation
-        from gem_train.engines.hf import HFEngine
 
         longest = dataclasses.replace(sampling, max_tokens=max(length_of(s) for s in seeds))
-        gens = HFEngine.generate(self.engine, prompts, longest, seeds)
+        gens = self.engine.generate(prompts, longest, seeds)
         cut = []
         for gen, seed in zip(gens, seeds):
             n = length_of(seed)

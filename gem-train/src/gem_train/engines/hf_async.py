@@ -112,17 +112,20 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
         if self._new:
             self._admit()
         rows = self._rows
-        # each row's token, sampled in groups of equal settings (one group in a training run)
-        nxt = torch.empty(len(rows), dtype=torch.long, device=self._logits.device)
-        chosen = torch.empty(len(rows), dtype=torch.float32, device=self._logits.device)
+        # each row's token, sampled in groups of equal settings
         groups: dict[tuple[float, float], list[int]] = {}
         for i, row in enumerate(rows):
             groups.setdefault((row.sampling.temperature, row.sampling.top_p), []).append(i)
-        for indices in groups.values():
-            at = torch.tensor(indices, device=self._logits.device)
-            tokens, logprobs = sample(self._logits[at], rows[indices[0]].sampling,
-                                      [rows[i].generator for i in indices])
-            nxt[at], chosen[at] = tokens, logprobs
+        if len(groups) == 1:  # a training run's case: the logits as they are, no copy of (rows x vocabulary)
+            nxt, chosen = sample(self._logits, rows[0].sampling, [row.generator for row in rows])
+        else:
+            nxt = torch.empty(len(rows), dtype=torch.long, device=self._logits.device)
+            chosen = torch.empty(len(rows), dtype=torch.float32, device=self._logits.device)
+            for indices in groups.values():
+                at = torch.tensor(indices, device=self._logits.device)
+                tokens, logprobs = sample(self._logits[at], rows[indices[0]].sampling,
+                                          [rows[i].generator for i in indices])
+                nxt[at], chosen[at] = tokens, logprobs
         step_tokens, step_logprobs = nxt.tolist(), chosen.tolist()
         finished: list[tuple[str, Any]] = []
         keep: list[int] = []
@@ -168,7 +171,8 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
         self._rows = self._rows + rows
 
     def _select(self, keep: list[int]) -> None:
-        """Keep only these rows; drop the left columns that are padding in every row left (views, no copy)."""
+        """Keep only these rows (a copy of theirs); drop the left columns that are padding in every row left (a
+        view)."""
         at = torch.tensor(keep, device=self._mask.device)
         self._rows = [self._rows[i] for i in keep]
         mask = self._mask[at]
