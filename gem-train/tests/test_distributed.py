@@ -262,9 +262,10 @@ def test_torchrun_trains_like_one_process(tmp_path, gem_registry, mode):
 def test_a_two_rank_fsdp_paper_sim_run_matches_the_one_process_run(tmp_path):
     """The paper path on CPU (a Qwen3-architecture model with Qwen3's 151,936-row vocabulary, bf16 compute on
     float32 masters, gradient checkpointing, chunked log-probs), its learner sharded over two gloo ranks with
-    FSDP2, against one process. Collection per iteration (carry-over's batches depend on timing)."""
+    FSDP2, against one process. Collected per iteration by the batch engine: which episodes finish first under
+    carry-over, and which requests share a continuous batch, depend on timing."""
     common = ["experiment=baselines/guess_the_number", "scale=paper_sim", "trainer.iterations=2",
-              "rollout.carry_over=false", "trainer.tensorboard=false", "trainer.lr=1e-4"]
+              "rollout=hf", "rollout.carry_over=false", "trainer.tensorboard=false", "trainer.lr=1e-4"]
     single, ranks = tmp_path / "single", tmp_path / "ranks"
     done = subprocess.run([sys.executable, "-m", "gem_train", *common, f"experiment.output_dir={single}"],
                           capture_output=True, text=True, timeout=600)

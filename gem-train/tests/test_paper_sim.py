@@ -1,6 +1,6 @@
 """scale=paper_sim: the paper's path end to end on this CPU at small width (issue 35, point 6, in part): a Qwen3
 model with Qwen3's full vocabulary rows, bf16 compute on float32 masters, gradient checkpointing, chunked log-probs,
-token-budget micro-batches, no warm start."""
+token-budget micro-batches, continuous batching with carry-over, no warm start."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def test_paper_sim_composes_the_paper_settings():
     t = cfg.trainer
     assert t.gradient_checkpointing and t.logprob_chunk and t.micro_batch_tokens and t.lr == 1e-6
     assert cfg.env.id == "game:GuessTheNumber-v0-easy"
+    assert cfg.rollout.engine == "hf_async" and cfg.rollout.carry_over  # the paper's rollouts, without vLLM
 
 
 def test_the_issues_paper_sim_command_completes_on_cpu(tmp_path):
@@ -42,7 +43,8 @@ def test_a_resumed_run_samples_from_the_checkpoints_bf16_copy_and_repeats_the_un
                                                                                                monkeypatch):
     """A checkpoint holds the float32 masters and serve/, the same model in bf16: the resumed run's learner takes
     the masters, its sampler the bf16 copy (half the bytes to read at 1.7B), and the run goes on as if never
-    stopped."""
+    stopped. Collected per iteration by the batch engine: which requests share a continuous batch depends on
+    timing, and a bf16 row's logits move with its batch's padding."""
     import torch
     from safetensors.torch import load_file
 
@@ -57,7 +59,7 @@ def test_a_resumed_run_samples_from_the_checkpoints_bf16_copy_and_repeats_the_un
     def run(out: Path, iterations: int) -> None:
         with initialize_config_module("gem_train.conf", version_base="1.3"):
             cfg = to_train_config(compose("config", overrides=[
-                "experiment=baselines/guess_the_number", "scale=paper_sim", "rollout.carry_over=false",
+                "experiment=baselines/guess_the_number", "scale=paper_sim", "rollout=hf", "rollout.carry_over=false",
                 "trainer.checkpoint_every=1", "trainer.eval_every=0", "trainer.tensorboard=false", "trainer.lr=1e-4",
                 f"trainer.iterations={iterations}", f"experiment.output_dir={out}"]))
         gem_train.trainer.train(cfg)
