@@ -50,7 +50,7 @@ SIZES: dict[str, list[str]] = {
              "rollout.concurrency=16"],
 }
 #: with the HF engine, shorter turns: it holds a KV cache of ``model.max_model_len`` per request (the plan counts
-#: 128 x 8192 tokens as 115 GiB at 1.7B), where vLLM pages one within its share of the GPU
+#: 128 x 8192 tokens as 117 GiB at 1.7B), where vLLM pages one within its share of the GPU
 HF_SIZES: dict[str, list[str]] = {"1.7B": ["rollout.max_tokens=1024", "model.max_model_len=2048"], "tiny": []}
 _FIGURES = (("rollout_tok_s", "generation tok/s", "{:.0f}"), ("train_tok_s", "learner tok/s", "{:.0f}"),
             ("step_s", "step s", "{:.1f}"), ("rollout_s", "rollout s", "{:.1f}"), ("update_s", "update s", "{:.1f}"),

@@ -135,7 +135,11 @@ def plan(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[list[tuple[str, int]
         rows.append((f"{ASLEEP}vLLM's share ({r.vllm.gpu_memory_utilization:g} of the GPU)",
                      int(r.vllm.gpu_memory_utilization * gpu_memory)))
     else:
-        kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency * cfg.model.max_model_len
+        from gem_train.engines.base import KV_ROOM
+
+        # a full window per request, and the cache's spare room
+        kv = (2 * shape.layers * shape.kv_heads * shape.head_dim * compute * r.concurrency
+              * (cfg.model.max_model_len + KV_ROOM))
         rows.append(("sampler: HF engine's weights and KV cache", compute * p + kv))
     # vLLM wakes its weights alone for the sync and its KV cache after it; the sync streams the weights in one
     # tensor at a time (the largest: the embedding); sharded, the whole copy is gathered first

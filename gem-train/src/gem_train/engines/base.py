@@ -19,6 +19,10 @@ def request_seeds(n: int, sampling: Sampling, seeds: Sequence[int] | None) -> li
     return [None if sampling.seed is None else sampling.seed + i for i in range(n)]
 
 
+#: positions of spare room the HF engines' KV cache keeps beyond what it holds (:mod:`gem_train.engines.kv_cache`):
+#: a layer's cache is copied once in that many decode steps; the memory plan counts it
+KV_ROOM = 128
+
 #: what an engine's ``load_weights`` takes: a state dict, or ``(name, tensor)`` pairs made one at a time (the learner's
 #: :meth:`~gem_train.learner.Learner.iter_weights`: one tensor's copy in the sampler's dtype exists at once, not the
 #: whole model's, beside the sampler's own memory)

@@ -135,7 +135,10 @@ class HFEngine:
         ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **self.last_logits)
-        return getattr(out, self.cache_name), mask, positions[:, -1] + 1, out.logits[:, -1]
+        from gem_train.engines.kv_cache import grow
+
+        # decode steps write into spare room rather than concatenating (copying) each layer's whole cache
+        return grow(getattr(out, self.cache_name)), mask, positions[:, -1] + 1, out.logits[:, -1]
 
     def decode(self, past: Any, mask: torch.Tensor, next_pos: torch.Tensor,
                nxt: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor]:

@@ -11,8 +11,9 @@ vLLM: ``rollout=hf_async``.
 
 Each request samples with its own generator, seeded as in the batch engine, so it draws what ``generate`` draws
 for it (up to the last bits of float arithmetic, which depend on the batch's shape in both engines). The KV cache
-is transformers' own (a ``DynamicCache`` with full-attention layers; a model with sliding-window or other cache
-layers is refused with a message).
+is transformers' ``DynamicCache`` with full-attention layers that grow into spare room
+(:mod:`~gem_train.engines.kv_cache`, as in the batch engine); a model with sliding-window or other cache layers is
+refused with a message.
 
 >>> engine = make_engine("hf_async", "runs/demo/model")                        # doctest: +SKIP
 >>> gen = await engine.agenerate([1, 2, 3], Sampling(temperature=1.0, max_tokens=8), seed=0)  # doctest: +SKIP
