@@ -34,8 +34,7 @@ class GrowingLayer(DynamicLayer):
         held, add = self._held, key_states.shape[-2]
         if not self.is_initialized or self.keys is None or self.keys.numel() == 0:
             self.dtype, self.device, self.is_initialized = key_states.dtype, key_states.device, True
-            keys, values = key_states, value_states
-            self._move_into_room(keys, values, keys.shape[-2])
+            self._move_into_room(key_states, value_states, add)
             return self.keys, self.values
         n = self.keys.shape[-2]
         if held is None or held[0] is not self.keys or held[1] is not self.values or n + add > held[2].shape[-2]:
