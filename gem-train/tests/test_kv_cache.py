@@ -95,3 +95,35 @@ def test_the_hf_engines_prefill_hands_out_a_growing_cache(tiny_model_path):
     engine = HFEngine(tiny_model_path)
     cache, *_ = engine.prefill([[1, 2, 3], [4, 5]])
     assert cache.layers and all(type(layer) is GrowingLayer for layer in cache.layers)
+
+
+def _layer(keys: torch.Tensor) -> GrowingLayer:
+    layer = GrowingLayer()
+    layer.update(keys, -keys)
+    return layer
+
+
+def test_rows_leave_with_one_copy_into_room():
+    """The continuous engine keeps the rows that did not finish, without the columns that are padding in all of
+    them: the rows' positions from ``start`` on, in that order, and the next step writes into room again."""
+    k = torch.randn(3, 2, 6, 4)
+    layer = _layer(k)
+    layer.keep(torch.tensor([2, 0]), start=2)
+    assert torch.equal(layer.keys, k[[2, 0]][:, :, 2:]) and torch.equal(layer.values, -layer.keys)
+    buffer = layer.keys.data_ptr()
+    new = torch.randn(2, 2, 1, 4)
+    keys, _ = layer.update(new, -new)
+    assert keys.data_ptr() == buffer and torch.equal(keys, torch.cat([k[[2, 0]][:, :, 2:], new], dim=2))
+
+
+def test_rows_join_left_padded_with_one_copy_into_room():
+    a, b = torch.randn(2, 2, 5, 4), torch.randn(3, 2, 7, 4)
+    layer, other = _layer(a), _layer(b)
+    layer.stack(other, width=7)
+    zeros = torch.zeros(2, 2, 2, 4)
+    assert torch.equal(layer.keys, torch.cat([torch.cat([zeros, a], dim=2), b]))
+    assert torch.equal(layer.values, -layer.keys)
+    buffer = layer.keys.data_ptr()
+    new = torch.randn(5, 2, 1, 4)
+    keys, _ = layer.update(new, -new)
+    assert keys.data_ptr() == buffer and keys.shape == (5, 2, 8, 4) and torch.equal(keys[:, :, 7:], new)

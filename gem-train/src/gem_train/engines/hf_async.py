@@ -28,6 +28,7 @@ import torch
 
 from gem_train.engines.base import Generation, Sampling, Weights
 from gem_train.engines.hf import NAN_MESSAGE, HFEngine, _drawable, sample
+from gem_train.engines.kv_cache import GrowingLayer
 from gem_train.engines.stepping import SteppingEngine
 
 
@@ -162,43 +163,34 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
             return
         # both batches left-padded to the wider one, then stacked
         width = max(self._mask.shape[1], mask.shape[1])
-        old_layers, new_layers = _layers(self._cache), _layers(cache)
-        for old, new in zip(old_layers, new_layers):
-            old.keys = torch.cat([_pad_left(old.keys, width), _pad_left(new.keys, width)])
-            old.values = torch.cat([_pad_left(old.values, width), _pad_left(new.values, width)])
+        for old, new in zip(_layers(self._cache), _layers(cache)):
+            old.stack(new, width)
         self._mask = torch.cat([_pad_left(self._mask, width), _pad_left(mask, width)])
         self._next_pos = torch.cat([self._next_pos, next_pos])
         self._logits = torch.cat([self._logits, logits])
         self._rows = self._rows + rows
 
     def _select(self, keep: list[int]) -> None:
-        """Keep only these rows (a copy of theirs); drop the left columns that are padding in every row left (a
-        view)."""
+        """Keep only these rows, without the left columns that are padding in every row left (one copy of their
+        cache)."""
         at = torch.tensor(keep, device=self._mask.device)
         self._rows = [self._rows[i] for i in keep]
         mask = self._mask[at]
         start = int(mask.any(0).int().argmax())
         self._mask, self._next_pos = mask[:, start:], self._next_pos[at]
         for layer in _layers(self._cache):
-            layer.keys = layer.keys[at][:, :, start:]
-            layer.values = layer.values[at][:, :, start:]
+            layer.keep(at, start)
 
 
-def _pad_left(t: torch.Tensor, width: int) -> torch.Tensor:
-    """``t`` with zeros before its sequence positions up to ``width``: (B, W) masks, (B, H, W, D) keys/values."""
-    dim = 1 if t.dim() == 2 else 2
-    missing = width - t.shape[dim]
-    if missing == 0:
-        return t
-    shape = list(t.shape)
-    shape[dim] = missing
-    return torch.cat([t.new_zeros(shape), t], dim=dim)
+def _pad_left(mask: torch.Tensor, width: int) -> torch.Tensor:
+    """A (B, W) attention mask with zeros before its positions up to ``width``."""
+    return torch.cat([mask.new_zeros(mask.shape[0], width - mask.shape[1]), mask], dim=1)
 
 
-def _layers(cache: Any) -> list[Any]:
+def _layers(cache: Any) -> list[GrowingLayer]:
     """The cache's layers, each with ``keys`` and ``values`` of shape (batch, heads, positions, head dim)."""
     layers = getattr(cache, "layers", None)
-    if layers is None or any(getattr(layer, "is_sliding", False) or not hasattr(layer, "keys") for layer in layers):
+    if layers is None or any(type(layer) is not GrowingLayer for layer in layers):
         raise RuntimeError(
             f"rollout.engine=hf_async needs transformers' layered KV cache with full attention in every layer (got "
             f"{type(cache).__name__}); use rollout=hf, which batches without joining requests mid-decode")

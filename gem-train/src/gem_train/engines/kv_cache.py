@@ -4,9 +4,10 @@ transformers' ``DynamicLayer`` grows by ``torch.cat`` at every decode step, so e
 cache to add one position: as many bytes as attention reads, at 1.7B, 128 requests and 1,280-token turns about
 18 GiB written a step. A :class:`GrowingLayer` keeps its keys and values as views of buffers with room for
 ``KV_ROOM`` (:mod:`gem_train.engines.base`) more positions; a step writes its position into the room, and only a
-full buffer is copied (into a larger one). Whatever replaces ``keys`` or ``values`` from outside (the continuous
-engine's row selection and admissions, transformers' ``crop`` or ``reorder_cache``) is taken up at the next
-update, with one copy, as the concatenation would have made.
+full buffer is copied (into a larger one). The continuous engine's rows leave and join with one copy of the cache
+(:meth:`GrowingLayer.keep`, :meth:`GrowingLayer.stack`), into buffers with room again; whatever else replaces
+``keys`` or ``values`` (transformers' ``crop`` or ``reorder_cache``) is taken up at the next update, with one
+copy, as the concatenation would have made.
 
 >>> cache = model(input_ids=ids, use_cache=True).past_key_values    # doctest: +SKIP
 >>> grow(cache)                                                     # doctest: +SKIP
@@ -43,8 +44,7 @@ class GrowingLayer(DynamicLayer):
         _, _, key_buffer, value_buffer = held
         key_buffer[:, :, n:n + add] = key_states
         value_buffer[:, :, n:n + add] = value_states
-        self.keys, self.values = key_buffer[:, :, :n + add], value_buffer[:, :, :n + add]
-        self._held = (self.keys, self.values, key_buffer, value_buffer)
+        self._hold(key_buffer, value_buffer, n + add)
         return self.keys, self.values
 
     def _move_into_room(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
@@ -54,6 +54,33 @@ class GrowingLayer(DynamicLayer):
         value_buffer = values.new_empty(*values.shape[:2], length + KV_ROOM, values.shape[-1])
         key_buffer[:, :, :n] = keys
         value_buffer[:, :, :n] = values
+        self._hold(key_buffer, value_buffer, n)
+
+    def keep(self, rows: torch.Tensor, start: int) -> None:
+        """Only ``rows`` (batch indices, in that order), from position ``start`` on: one copy, into new buffers with
+        room (the continuous engine's rows that finished leave; columns that are padding in every row left go)."""
+        n = self.keys.shape[-2] - start
+        held: list[torch.Tensor] = []
+        for cached in (self.keys, self.values):
+            buffer = cached.new_empty(len(rows), cached.shape[1], n + KV_ROOM, cached.shape[-1])
+            torch.index_select(cached[:, :, start:], 0, rows, out=buffer[:, :, :n])
+            held.append(buffer)
+        self._hold(*held, n)
+
+    def stack(self, other: GrowingLayer, width: int) -> None:
+        """This layer's rows, then ``other``'s, each left-padded with zeros to ``width`` positions: one copy of each,
+        into new buffers with room (requests joining the continuous engine's running batch)."""
+        held: list[torch.Tensor] = []
+        for mine, theirs in ((self.keys, other.keys), (self.values, other.values)):
+            buffer = mine.new_empty(len(mine) + len(theirs), mine.shape[1], width + KV_ROOM, mine.shape[-1])
+            for rows, cached in ((slice(0, len(mine)), mine), (slice(len(mine), None), theirs)):
+                pad = width - cached.shape[-2]
+                buffer[rows, :, :pad] = 0
+                buffer[rows, :, pad:width] = cached
+            held.append(buffer)
+        self._hold(*held, width)
+
+    def _hold(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, n: int) -> None:
         self.keys, self.values = key_buffer[:, :, :n], value_buffer[:, :, :n]
         self._held = (self.keys, self.values, key_buffer, value_buffer)
 
