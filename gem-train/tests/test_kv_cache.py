@@ -127,3 +127,19 @@ def test_rows_join_left_padded_with_one_copy_into_room():
     new = torch.randn(5, 2, 1, 4)
     keys, _ = layer.update(new, -new)
     assert keys.data_ptr() == buffer and keys.shape == (5, 2, 8, 4) and torch.equal(keys[:, :, 7:], new)
+
+
+def test_rows_leave_intact_where_index_select_does_not_write_through_out(monkeypatch):
+    """A backend may give ``out`` storage of its own instead of writing through the strided view: the rows are
+    copied into the room then (a stand-in for such a backend: none of torch's CPU kernels does it)."""
+    real = torch.index_select
+
+    def own_storage(source, dim, index, *, out):
+        out.set_(real(source, dim, index))
+        return out
+
+    k = torch.randn(3, 2, 6, 4)
+    layer = _layer(k)
+    monkeypatch.setattr(torch, "index_select", own_storage)
+    layer.keep(torch.tensor([1, 2]), start=1)
+    assert torch.equal(layer.keys, k[[1, 2]][:, :, 1:]) and torch.equal(layer.values, -layer.keys)

@@ -63,7 +63,10 @@ class GrowingLayer(DynamicLayer):
         held: list[torch.Tensor] = []
         for cached in (self.keys, self.values):
             buffer = cached.new_empty(len(rows), cached.shape[1], n + KV_ROOM, cached.shape[-1])
-            torch.index_select(cached[:, :, start:], 0, rows, out=buffer[:, :, :n])
+            view = buffer[:, :, :n]
+            torch.index_select(cached[:, :, start:], 0, rows, out=view)
+            if view.data_ptr() != buffer.data_ptr():  # a backend that gave ``out`` storage of its own: copy it in
+                buffer[:, :, :n] = view
             held.append(buffer)
         self._hold(*held, n)
 
