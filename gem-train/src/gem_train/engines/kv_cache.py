@@ -18,9 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from transformers.cache_utils import DynamicLayer
 
 from gem_train.engines.base import KV_ROOM
+
+try:
+    from transformers.cache_utils import DynamicLayer
+except ImportError:  # transformers < 4.54 keeps no cache layers: grow() leaves its caches as they are
+
+    class DynamicLayer:  # type: ignore[no-redef]  # a stand-in no cache holds
+        pass
 
 
 class GrowingLayer(DynamicLayer):
@@ -33,7 +39,7 @@ class GrowingLayer(DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         held, add = self._held, key_states.shape[-2]
-        if not self.is_initialized or self.keys is None or self.keys.numel() == 0:
+        if self.keys is None or self.keys.numel() == 0:  # empty (transformers < 5 has no is_initialized)
             self.dtype, self.device, self.is_initialized = key_states.dtype, key_states.device, True
             self._move_into_room(key_states, value_states, add)
             return self.keys, self.values
