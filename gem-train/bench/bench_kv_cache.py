@@ -1,11 +1,15 @@
-"""Decoding long turns with the HF engines: a KV cache that grows into spare room against transformers' own.
+"""Decoding long turns with the HF engines: their KV cache and attention against transformers' own.
 
 transformers' ``DynamicLayer`` adds each decode step's position by concatenation, a copy of every layer's whole
 cache per step; ``gem_train.engines.kv_cache.GrowingLayer`` (what the HF engines use) writes the position into
-spare room and copies only when the room is full. The workload: ``HFEngine.generate`` on a batch of long prompts
-(random token ids) of a small Qwen3-architecture model built here (random weights, grouped-query attention),
-sampled at temperature 1 with per-request seeds, so both modes draw the same tokens (checked). The baseline mode
-is the same engine with the cache left as transformers made it. Rounds alternate between the modes.
+spare room and copies only when the room is full. transformers' ``sdpa`` attention, given a mask, repeats each
+key/value head for every query head of its group before attending, another copy of the cache per step;
+``gem_train.engines.attention`` (what the HF engines use) lets the group's query heads attend to the cache as it
+is. The workload: ``HFEngine.generate`` on a batch of long prompts (random token ids, of lengths from half the
+longest up: left-padded, so attention is masked, as in a batch of turns of different episodes) of a small
+Qwen3-architecture model built here (random weights, grouped-query attention), sampled at temperature 1 with
+per-request seeds, so every mode draws the same tokens (checked). Three modes: transformers' cache and attention
+(the baseline), our cache with transformers' attention, and both of ours. Rounds alternate between the modes.
 
     python gem-train/bench/bench_kv_cache.py [--batch 32] [--prompt 1024] [--tokens 256] [--rounds 2]
 """
@@ -24,7 +28,7 @@ from typing import Any
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32, help="requests decoded together")
-    parser.add_argument("--prompt", type=int, default=1024, help="prompt tokens of each request")
+    parser.add_argument("--prompt", type=int, default=1024, help="prompt tokens of the longest request")
     parser.add_argument("--tokens", type=int, default=256, help="max_tokens of each request")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per mode (alternating)")
     args = parser.parse_args()
@@ -44,47 +48,59 @@ def main() -> None:
     # 1,280-token turns (there 18 GiB of cache to 3.4 GB of weights)
     shape = TinyModelConfig(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512,
                             corpus_episodes=8, architecture="qwen3")
-    results: dict[str, list[tuple[float, int, list[list[int]]]]] = {"concatenation": [], "spare room": []}
+    # mode -> (our cache, our attention)
+    modes = {"transformers": (False, False), "spare room": (True, False), "+ grouped decode": (True, True)}
+    results: dict[str, list[tuple[float, int, list[list[int]]]]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_tiny_model(Path(tmp) / "model", lambda: gem.make("game:GuessTheNumber-v0-easy"), shape,
                                      args.prompt + args.tokens + 8, 0)
         engine = make_engine("hf", str(model_dir))
         rng = random.Random(0)
         vocab = engine.model.config.vocab_size
-        prompts = [[rng.randrange(3, vocab) for _ in range(args.prompt)] for _ in range(args.batch)]
+        # lengths from half the longest up, as turns of different episodes are: the batch is left-padded, so the
+        # attention gets a mask (with none, transformers' sdpa attends grouped heads without repeating the cache)
+        lengths = [args.prompt - (args.prompt // 2) * i // max(args.batch - 1, 1) for i in range(args.batch)]
+        prompts = [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
         sampling = Sampling(temperature=1.0, max_tokens=args.tokens)
         engine.generate(prompts[:2], Sampling(temperature=1.0, max_tokens=4), seeds=[0, 1])  # warm-up
         try:
             for _ in range(args.rounds):
                 for mode, runs in results.items():
-                    runs.append(_generate(engine, prompts, sampling, baseline=mode == "concatenation"))
+                    runs.append(_generate(engine, prompts, sampling, *modes[mode]))
         finally:
             engine.close()
-    same = all(a[2] == b[2] for a, b in zip(results["concatenation"], results["spare room"]))
-    print(f"bench_kv_cache: HFEngine.generate, Qwen3 architecture (hidden 256, 4 layers, 2 key/value heads), "
-          f"{args.batch} requests of {args.prompt} prompt tokens, up to {args.tokens} tokens each, "
-          f"{args.rounds} rounds per mode, 1 thread; same tokens in both modes: {'yes' if same else 'NO'}")
-    print(f"{'KV cache':<14} {'gen tok/s':>10} {'vs concatenation':>17}")
+    tokens = [run[2] for runs in results.values() for run in runs]
+    same = all(t == tokens[0] for t in tokens)
+    print(f"bench_kv_cache: HFEngine.generate, Qwen3 architecture (hidden 256, 4 layers, 4 heads on 2 key/value "
+          f"heads), {args.batch} requests of {args.prompt // 2}-{args.prompt} prompt tokens (left-padded), up to "
+          f"{args.tokens} tokens each, {args.rounds} rounds per mode, 1 thread; same tokens in every mode: "
+          f"{'yes' if same else 'NO'}")
+    print(f"{'KV cache, attention':<20} {'gen tok/s':>10} {'vs transformers':>16}")
     base = None
     for mode, runs in results.items():
         rate = sum(r[1] for r in runs) / sum(r[0] for r in runs)
         base = base or rate
-        print(f"{mode:<14} {rate:>10,.0f} {rate / base:>16.2f}x")
+        print(f"{mode:<20} {rate:>10,.0f} {rate / base:>15.2f}x")
 
 
-def _generate(engine: Any, prompts: list[list[int]], sampling: Any, baseline: bool) -> tuple[float, int, list]:
-    """One timed ``generate`` of every prompt; ``baseline``: the prompt pass's cache left as transformers made it."""
+def _generate(engine: Any, prompts: list[list[int]], sampling: Any, cache: bool,
+              attention: bool) -> tuple[float, int, list]:
+    """One timed ``generate`` of every prompt, with the HF engines' own KV cache (``cache``) and attention
+    (``attention``) or transformers' (the cache as the prompt pass made it, ``sdpa``)."""
     import gem_train.engines.kv_cache as kv_cache
+    from gem_train.engines.attention import NAME
 
     grow = kv_cache.grow
-    if baseline:  # HFEngine.prefill looks grow up at each call
-        kv_cache.grow = lambda cache: cache
+    if not cache:  # HFEngine.prefill looks grow up at each call
+        kv_cache.grow = lambda past: past
+    engine.model.set_attn_implementation(NAME if attention else "sdpa")
     try:
         start = time.perf_counter()
         gens = engine.generate(prompts, sampling, seeds=list(range(len(prompts))))
         seconds = time.perf_counter() - start
     finally:
         kv_cache.grow = grow
+        engine.model.set_attn_implementation(NAME)
     return seconds, sum(len(g.token_ids) for g in gens), [g.token_ids for g in gens]
 
 

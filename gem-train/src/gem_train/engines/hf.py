@@ -69,6 +69,10 @@ class HFEngine:
 
         self.model, self.tokenizer = load_policy(model_path, dtype=dtype, device=device)
         self.model.eval()
+        from gem_train.engines.attention import use_grouped_decode
+
+        # grouped-query attention without repeating the KV cache per query head at every decode step
+        use_grouped_decode(self.model)
         self.device = device
         from gem_train.tokenizer import turn_end_ids
 
