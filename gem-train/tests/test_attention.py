@@ -53,12 +53,16 @@ def test_a_decode_step_repeats_no_key_value_head(monkeypatch):
     assert repeated == []
 
 
-@pytest.mark.parametrize("case", ["prompt pass", "one key/value head per query head", "position bias"])
+@pytest.mark.parametrize("case", ["prompt pass", "one key/value head per query head", "position bias",
+                                  "a mask per head"])
 def test_every_other_call_is_transformers_sdpa_unchanged(case):
     module = _attention(kv_heads=8) if case == "one key/value head per query head" else _attention()
     query, key, value, mask = _inputs(positions=5 if case == "prompt pass" else 1,
                                       kv_heads=8 if case == "one key/value head per query head" else 2)
     extra = {"position_bias": torch.randn(1, 8, query.shape[2], key.shape[2])} if case == "position bias" else {}
+    if case == "a mask per head":
+        mask = mask.expand(3, 8, 1, key.shape[2]).clone()
+        mask[:, 3, :, 7] = False
     ours, _ = grouped_decode_attention(module, query, key, value, mask, **extra)
     theirs, _ = sdpa.sdpa_attention_forward(module, query, key, value, mask, **extra)
     assert torch.equal(ours, theirs)

@@ -38,12 +38,14 @@ def grouped_decode_attention(module: Any, query: torch.Tensor, key: torch.Tensor
 
     groups = getattr(module, "num_key_value_groups", 1)
     batch, heads, positions, dim = query.shape
+    per_row = attention_mask is None or (attention_mask.dim() == 4 and attention_mask.shape[1:3] == (1, 1))
     if (positions != 1 or groups == 1 or dropout or any(kwargs.get(name) is not None for name in _SPECIAL)
-            or heads != key.shape[1] * groups):
+            or heads != key.shape[1] * groups or not per_row):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     kv_heads, keys = key.shape[1], key.shape[-2]
     if attention_mask is not None:  # (batch or 1, 1, 1, >= keys): the row's mask, the same for its whole group
+        # (a mask of its own per head, or one that is not 4-D, went to transformers' sdpa above)
         attention_mask = attention_mask[:, :, :, :keys].expand(attention_mask.shape[0], 1, groups, keys)
     out = torch.nn.functional.scaled_dot_product_attention(
         query.reshape(batch, kv_heads, groups, dim), key, value, attn_mask=attention_mask, scale=scaling)
