@@ -64,8 +64,8 @@ def use_grouped_decode(model: Any) -> bool:
         return False
     AttentionInterface.register(NAME, grouped_decode_attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)  # the masks sdpa gets: a decode step's (batch, 1, 1, keys)
-    if hasattr(model, "set_attn_implementation"):  # transformers >= 4.56; it declines (with a warning) for models
+    if hasattr(model, "set_attn_implementation"):  # transformers >= 4.54; it declines (with a warning) for models
         model.set_attn_implementation(NAME)      # whose attention does not go through the registry
-    else:  # 4.53-4.55: the attention layers look the name up in the config at every call
-        config._attn_implementation = NAME
+    elif getattr(model, "_supports_attention_backend", False):  # 4.53: such models' attention layers look the
+        config._attn_implementation = NAME                       # name up in the config at every call
     return config._attn_implementation == NAME
