@@ -41,7 +41,9 @@ def test_a_decode_step_attends_as_transformers_sdpa_does(masked):
     torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-def test_a_decode_step_repeats_no_key_value_head(monkeypatch):
+@pytest.mark.parametrize("extra", [{}, {"output_attentions": False, "position_bias": None, "sliding_window": None}],
+                         ids=["plain", "unset options"])  # transformers 4.53 passes output_attentions=False
+def test_a_decode_step_repeats_no_key_value_head(monkeypatch, extra):
     module = _attention()
     query, key, value, mask = _inputs(positions=1)
     repeated = []
@@ -49,7 +51,7 @@ def test_a_decode_step_repeats_no_key_value_head(monkeypatch):
     sdpa.sdpa_attention_forward(module, query, key, value, mask)
     assert repeated == [4, 4]  # transformers' sdpa copies keys and values four times over, as a mask is given
     repeated.clear()
-    grouped_decode_attention(module, query, key, value, mask)
+    grouped_decode_attention(module, query, key, value, mask, **extra)
     assert repeated == []
 
 

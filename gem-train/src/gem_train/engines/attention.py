@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 #: the name the attention is registered under with transformers
 NAME = "gem_sdpa"
 
-#: keyword arguments that mean more than plain scaled dot-product attention; with any of them set, transformers'
-#: ``sdpa`` does the work
+#: keyword arguments that mean more than plain scaled dot-product attention; with any of them set (not None or
+#: False: transformers 4.53 passes ``output_attentions=False`` at every call), transformers' ``sdpa`` does the work
 _SPECIAL = ("position_bias", "cache", "s_aux", "sinks", "output_attentions")
 
 
@@ -34,13 +35,11 @@ def grouped_decode_attention(module: Any, query: torch.Tensor, key: torch.Tensor
                              scaling: float | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """transformers' attention signature: ``query`` (batch, heads, positions, dim), ``key``/``value`` (batch,
     kv_heads, keys, dim) -> (batch, positions, heads, dim), no weights."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     groups = getattr(module, "num_key_value_groups", 1)
     batch, heads, positions, dim = query.shape
     per_row = attention_mask is None or (attention_mask.dim() == 4 and attention_mask.shape[1:3] == (1, 1))
-    if (positions != 1 or groups == 1 or dropout or any(kwargs.get(name) is not None for name in _SPECIAL)
-            or heads != key.shape[1] * groups or not per_row):
+    special = any(kwargs.get(name) is not None and kwargs.get(name) is not False for name in _SPECIAL)
+    if positions != 1 or groups == 1 or dropout or special or heads != key.shape[1] * groups or not per_row:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     kv_heads, keys = key.shape[1], key.shape[-2]
