@@ -18,6 +18,7 @@ from test_rollout import make_env
 from toy_env import Chatter
 
 from gem_train.engines import ContinuousEngine, Sampling, make_engine
+from gem_train.engines.hf_async import _layers
 from gem_train.model import load_policy
 from gem_train.rollout import EnginePolicy, collect
 
@@ -244,6 +245,52 @@ def test_hf_async_decodes_no_finished_row_and_a_wider_prompt_joins_mid_decode(ti
         # after its first
         assert sum(widths) == sum(len(g.token_ids) for g in done.values())
         assert max(widths) == 2 and len(done["b"].token_ids) > 5  # b decoded beside a, then beside c
+    finally:
+        engine.close()
+
+
+def test_hf_async_rows_leave_and_join_without_copying_the_rows_that_stay(tiny_model_path):
+    """Rows finish at different steps and new requests take their places: every request draws what the batch
+    engine draws for it alone, and once the running batch holds the rows it needs, no join or leave moves the cache
+    into new buffers (each layer's keys and values stay where they are; only moved and joining rows are written).
+    The test steps the engine itself, so joins and leaves happen when it says."""
+    _, tok = load_policy(tiny_model_path)
+    engine = make_engine("hf_async", str(tiny_model_path), max_model_len=256)
+    engine._stop_thread()
+    short, other = encode(tok)
+    # lengths chosen so rows finish at different steps (none stops early at greedy: checked below by the lengths)
+    requests = {f"r{i}": ([*short, *other][: 4 + i], Sampling(temperature=0.0 if i % 3 == 0 else 1.0,
+                                                                 max_tokens=3 + 4 * i), i)
+                for i in range(8)}
+    names = list(requests)
+    done: dict[str, Any] = {}
+    moves = beside = 0
+    try:
+        for name in names[:4]:
+            engine._add(name, requests[name])
+        done.update(engine._step())
+        buffers = [layer._held[2].data_ptr() for layer in _layers(engine._cache)]
+        waiting = names[4:]
+        while engine._rows or engine._new:
+            done.update(engine._step())
+            if waiting and len(engine._rows) < 4:  # a place is free: the next request joins
+                beside += bool(engine._rows)
+                engine._add(waiting[0], requests[waiting.pop(0)])
+            if engine._cache is not None:
+                now = [layer._held[2].data_ptr() for layer in _layers(engine._cache)]
+                moves += now != buffers
+                buffers = now
+    finally:
+        engine._reset()
+    try:
+        assert sorted(done) == names
+        for name, (prompt, sampling, seed) in requests.items():
+            [alone] = engine.generate([prompt], sampling, [seed])
+            assert done[name].token_ids == alone.token_ids and done[name].finish_reason == alone.finish_reason
+            assert done[name].logprobs == pytest.approx(alone.logprobs, abs=1e-5)
+        # (the buffers would move where their room of KV_ROOM positions filled, not at these lengths, or where a
+        # joining prompt wanted more padding than the columns free on the left; before, every join and leave did)
+        assert moves == 0 and beside == 4
     finally:
         engine.close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import Qwen3Config, Qwen3ForCausalLM
 from transformers.cache_utils import DynamicLayer
 
@@ -103,20 +105,74 @@ def _layer(keys: torch.Tensor) -> GrowingLayer:
     return layer
 
 
-def test_rows_leave_with_one_copy_into_room():
+class Written(TorchDispatchMode):
+    """Counts the elements torch's operations write (views write none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket in (torch.ops.aten.index_put_, torch.ops.aten._index_put_impl_):
+            self.elements += args[2].numel()  # it returns the whole tensor it wrote into
+        elif not func.is_view:
+            self.elements += sum(t.numel() for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
+        return out
+
+
+def _buffers(layer: GrowingLayer) -> tuple[int, int]:
+    return layer._held[2].data_ptr(), layer._held[3].data_ptr()
+
+
+def test_rows_leave_in_place_and_only_the_rows_that_move_are_copied():
     """The continuous engine keeps the rows that did not finish, without the columns that are padding in all of
-    them: the rows' positions from ``start`` on, in that order, and the next step writes into room again."""
-    k = torch.randn(3, 2, 6, 4)
+    them: the rows' positions from ``start`` on, in the order asked. The views narrow to them in the same buffers; a
+    row copied is one whose index changes (the engine moves the last row into a leaving row's place), and only its
+    positions kept; the next step writes into room again."""
+    k = torch.randn(16, 2, 6, 4)
     layer = _layer(k)
-    layer.keep(torch.tensor([2, 0]), start=2)
-    assert torch.equal(layer.keys, k[[2, 0]][:, :, 2:]) and torch.equal(layer.values, -layer.keys)
-    buffer = layer.keys.data_ptr()
-    new = torch.randn(2, 2, 1, 4)
+    buffers = _buffers(layer)
+    order = [0, 15, *range(2, 15)]  # row 1 leaves, the last row takes its place
+    with Written() as written:
+        layer.keep(order, start=2)
+    assert torch.equal(layer.keys, k[order][:, :, 2:]) and torch.equal(layer.values, -layer.keys)
+    assert _buffers(layer) == buffers
+    one_row = 2 * 4 * 4  # heads x positions kept x head dim
+    assert written.elements <= 2 * (2 * one_row) + 8  # keys and values, each gathered then written; the indices
+    new = torch.randn(15, 2, 1, 4)
     keys, _ = layer.update(new, -new)
-    assert keys.data_ptr() == buffer and torch.equal(keys, torch.cat([k[[2, 0]][:, :, 2:], new], dim=2))
+    assert _buffers(layer) == buffers and torch.equal(keys, torch.cat([k[order][:, :, 2:], new], dim=2))
+    layer.keep([2, 0], start=1)  # any order: rows gathered before any is written
+    assert torch.equal(layer.keys, torch.cat([k[order][:, :, 2:], new], dim=2)[[2, 0]][:, :, 1:])
+
+
+def test_rows_join_into_the_places_rows_left():
+    """Rows that join take the rows and columns finished rows and dropped padding left: only they are written (and
+    the running rows' new padding zeroed), in the same buffers. Their places outlast a move into a larger room."""
+    k = torch.randn(4, 2, 6, 4)
+    layer = _layer(k)
+    layer.keep([0, 3, 2], start=2)  # one row and two columns free
+    buffers = _buffers(layer)
+    for _ in range(KV_ROOM + 1):  # the room fills, and the cache moves into larger buffers
+        layer.update(torch.zeros(3, 2, 1, 4), torch.zeros(3, 2, 1, 4))
+    assert _buffers(layer) != buffers and len(layer._held[2]) == 4
+    running = layer.keys.clone()
+    width = running.shape[-2]
+    layer.keep([0, 1, 2], start=1)  # one column free again
+    joining = _layer(torch.randn(1, 2, width, 4))
+    buffers = _buffers(layer)
+    with Written() as written:
+        layer.stack(joining, width=width)  # one wider than the running rows
+    zeros = torch.zeros(3, 2, 1, 4)
+    assert torch.equal(layer.keys, torch.cat([torch.cat([zeros, running[:, :, 1:]], dim=2), joining.keys]))
+    assert torch.equal(layer.values[:3], -layer.keys[:3]) and torch.equal(layer.values[3:], joining.values)
+    assert _buffers(layer) == buffers
+    assert written.elements <= 2 * (3 * 2 * 4 + 2 * width * 4)  # the running rows' new column, the new row
 
 
 def test_rows_join_left_padded_with_one_copy_into_room():
+    """Where no row is free, joining rows and running ones are copied once into new buffers with room."""
     a, b = torch.randn(2, 2, 5, 4), torch.randn(3, 2, 7, 4)
     layer, other = _layer(a), _layer(b)
     layer.stack(other, width=7)
@@ -129,17 +185,11 @@ def test_rows_join_left_padded_with_one_copy_into_room():
     assert keys.data_ptr() == buffer and keys.shape == (5, 2, 8, 4) and torch.equal(keys[:, :, 7:], new)
 
 
-def test_rows_leave_intact_where_index_select_does_not_write_through_out(monkeypatch):
-    """A backend may give ``out`` storage of its own instead of writing through the strided view: the rows are
-    copied into the room then (a stand-in for such a backend: none of torch's CPU kernels does it)."""
-    real = torch.index_select
-
-    def own_storage(source, dim, index, *, out):
-        out.set_(real(source, dim, index))
-        return out
-
+def test_rows_join_with_a_copy_where_the_padding_they_need_is_not_free():
+    """A joining row wider than the running rows plus the columns free on their left: one copy, as above."""
     k = torch.randn(3, 2, 6, 4)
     layer = _layer(k)
-    monkeypatch.setattr(torch, "index_select", own_storage)
-    layer.keep(torch.tensor([1, 2]), start=1)
-    assert torch.equal(layer.keys, k[[1, 2]][:, :, 1:]) and torch.equal(layer.values, -layer.keys)
+    layer.keep([0, 1], start=1)  # a row free, one column free
+    layer.stack(_layer(torch.randn(1, 2, 8, 4)), width=8)  # three columns of padding wanted
+    assert torch.equal(layer.keys[:2], torch.cat([torch.zeros(2, 2, 3, 4), k[:2, :, 1:]], dim=2))
+    assert layer.keys.shape == (3, 2, 8, 4)

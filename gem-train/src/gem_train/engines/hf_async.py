@@ -6,6 +6,9 @@ running batch on a stepping thread (:class:`~gem_train.engines.stepping.Stepping
 between two decode steps, requests that arrived are prefilled together and join it (their KV cache left-padded to
 the running batch's width, or the running batch's to theirs), and rows that finished leave it (their future
 answered at once), so an episode's env step overlaps the others' generation and no step decodes a finished row.
+Neither copies the cache of the rows that stay (:meth:`~gem_train.engines.kv_cache.GrowingLayer.keep`,
+:meth:`~gem_train.engines.kv_cache.GrowingLayer.stack`): a finished row's place goes to the last row, and joining
+rows take the places finished rows left.
 The paper path's rollouts (continuous batching, episodes carried over iteration boundaries) on a machine without
 vLLM: ``rollout=hf_async``.
 
@@ -147,8 +150,7 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
             self._rows, self._cache, self._mask, self._next_pos, self._logits = [], None, None, None, None
             return finished
         if len(keep) < len(rows):
-            self._select(keep)
-            nxt = nxt[torch.tensor(keep, device=nxt.device)]
+            nxt = nxt[self._select(keep)]
         self._cache, self._mask, self._logits = self.decode(self._cache, self._mask, self._next_pos, nxt)
         self._next_pos = self._next_pos + 1
         return finished
@@ -170,16 +172,23 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
         self._logits = torch.cat([self._logits, logits])
         self._rows = self._rows + rows
 
-    def _select(self, keep: list[int]) -> None:
-        """Keep only these rows, without the left columns that are padding in every row left (one copy of their
-        cache)."""
-        at = torch.tensor(keep, device=self._mask.device)
-        self._rows = [self._rows[i] for i in keep]
+    def _select(self, keep: list[int]) -> torch.Tensor:
+        """Keep only these rows (indices, ascending), without the left columns that are padding in every row left.
+        Each row that leaves makes room for one of the last rows, so the cache copies only the rows that move (and
+        only their positions kept); the rows' new order, as indices of the old (for the tensors beside the cache)."""
+        count, kept = len(keep), set(keep)
+        order = list(range(count))
+        holes = (i for i in order if i not in kept)
+        for i in keep[count - sum(i >= count for i in keep):]:  # the rows kept past the new end, one to each hole
+            order[next(holes)] = i
+        at = torch.tensor(order, device=self._mask.device)
+        self._rows = [self._rows[i] for i in order]
         mask = self._mask[at]
         start = int(mask.any(0).int().argmax())
         self._mask, self._next_pos = mask[:, start:], self._next_pos[at]
         for layer in _layers(self._cache):
-            layer.keep(at, start)
+            layer.keep(order, start)
+        return at
 
 
 def _pad_left(mask: torch.Tensor, width: int) -> torch.Tensor:
