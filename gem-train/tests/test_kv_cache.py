@@ -193,3 +193,11 @@ def test_rows_join_with_a_copy_where_the_padding_they_need_is_not_free():
     layer.stack(_layer(torch.randn(1, 2, 8, 4)), width=8)  # three columns of padding wanted
     assert torch.equal(layer.keys[:2], torch.cat([torch.zeros(2, 2, 3, 4), k[:2, :, 1:]], dim=2))
     assert layer.keys.shape == (3, 2, 8, 4)
+
+
+def test_a_drained_batch_keeps_no_more_spare_rows_than_it_holds_when_it_moves():
+    layer = _layer(torch.randn(8, 2, 3, 4))
+    layer.keep([0, 1], start=0)  # six rows free
+    for _ in range(KV_ROOM + 1):  # the room fills: the move keeps two spare rows of the six
+        layer.update(torch.ones(2, 2, 1, 4), torch.ones(2, 2, 1, 4))
+    assert len(layer._held[2]) == 4 and layer.keys.shape == (2, 2, 3 + KV_ROOM + 1, 4)

@@ -178,7 +178,7 @@ class HFAsyncEngine(SteppingEngine, HFEngine):
         only their positions kept); the rows' new order, as indices of the old (for the tensors beside the cache)."""
         count, kept = len(keep), set(keep)
         order = list(range(count))
-        holes = (i for i in order if i not in kept)
+        holes = iter([i for i in order if i not in kept])
         for i in keep[count - sum(i >= count for i in keep):]:  # the rows kept past the new end, one to each hole
             order[next(holes)] = i
         at = torch.tensor(order, device=self._mask.device)

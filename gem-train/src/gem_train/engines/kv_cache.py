@@ -66,10 +66,11 @@ class GrowingLayer(DynamicLayer):
 
     def _move_into_room(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
         """New buffers for ``length`` positions and KV_ROOM more, holding ``keys``/``values`` at their start; as many
-        rows as the old buffers had (rows that left keep their place for rows that join)."""
+        rows as the old buffers had (rows that left keep their place for rows that join), but no more spare rows than
+        rows held (a batch that has drained to a few rows does not carry its peak's rows on)."""
         n = keys.shape[-2]
         held = self._own()
-        capacity = max(len(keys), len(held[2]) if held is not None else 0)
+        capacity = min(len(held[2]), 2 * len(keys)) if held is not None else len(keys)
         key_buffer = keys.new_empty(capacity, keys.shape[1], length + KV_ROOM, keys.shape[-1])
         value_buffer = values.new_empty(capacity, values.shape[1], length + KV_ROOM, values.shape[-1])
         key_buffer[:len(keys), :, :n] = keys
