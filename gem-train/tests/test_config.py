@@ -69,6 +69,8 @@ def test_wrong_type_and_unknown_key_name_the_field():
         ("rollout.step_timeout", 0.0, "> 0 seconds or null"),
         ("rollout.episode_timeout", -1.0, "> 0 seconds or null"),
         ("rollout.processes", 0, ">= 1 or null"),
+        ("trainer.checkpoint_every", -1, r">= 0 \(0: only at the end\) or null"),
+        ("trainer.keep_checkpoints", 0, ">= 1 or null"),
     ],
 )
 def test_validate_names_the_field_and_why(field, value, why):

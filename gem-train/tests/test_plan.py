@@ -47,6 +47,21 @@ def test_a_paper_preset_on_qwen3_1_7b_fits_80gb_and_an_absurd_token_budget_does_
     assert "does not fit; change:" in out and "trainer.micro_batch_tokens (now 4000000" in out
 
 
+def test_the_plan_says_what_the_checkpoints_take_on_disk(tmp_path, capsys):
+    """A paper preset's checkpoint holds the float32 weights, AdamW's moments and the bf16 serving copy (Qwen3-1.7B:
+    14 bytes a parameter, 22.4 GiB); ten in 500 iterations, the newest two kept."""
+    path = model_dir(tmp_path, "1.7B")
+    assert main(["experiment=paper_games", f"model.path={path}"]) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("checkpoints on disk"))
+    size = 14 * Shape.from_config(QWEN3["1.7B"]).parameters / GiB
+    assert f"{size:.1f} GiB each (float32 weights, AdamW moments, bfloat16 serving copy)" in line
+    assert f"10 in 500 iterations, the newest 2 kept: {2 * size:.1f} GiB, {3 * size:.1f} GiB while" in line
+    assert main(["experiment=paper_games", f"model.path={path}", "trainer.keep_checkpoints=null"]) == 0
+    assert "10 kept" in capsys.readouterr().out
+    assert main(["experiment=paper_games", f"model.path={path}", "trainer.checkpoint_every=null"]) == 0
+    assert "checkpoints on disk: none (trainer.checkpoint_every=null)" in capsys.readouterr().out
+
+
 def test_without_gradient_checkpointing_and_chunks_the_plan_says_to_turn_them_on(tmp_path, capsys):
     path = model_dir(tmp_path, "1.7B")
     assert main(["experiment=paper_games", f"model.path={path}", "trainer.gradient_checkpointing=false",

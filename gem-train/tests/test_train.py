@@ -99,6 +99,26 @@ def test_train_end_to_end_then_resume(tmp_path, gem_registry):
     assert [(r["kind"], r.get("iteration")) for r in records] == [("train", 3), ("eval", 3), ("eval", 3)]
 
 
+def test_keep_checkpoints_keeps_the_newest_and_the_warm_start_and_a_resume_goes_on_from_them(tmp_path, gem_registry):
+    """trainer.keep_checkpoints=1: each complete checkpoint removes the older ones but the warm start's (iteration 0,
+    the comparison's starting model); the run resumes from the one kept and goes on pruning."""
+    out = tmp_path / "run"
+    args = ("trainer.checkpoint_every=1", "trainer.eval_every=0", "trainer.keep_checkpoints=1")
+    train(smoke_config(out, "trainer.iterations=3", *args))
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_000000", "iter_000003"]
+    assert train(smoke_config(out, "trainer.iterations=4", *args))["resumed_from"].endswith("iter_000003")
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_000000", "iter_000004"]
+    assert [r["iteration"] for r in read_metrics(out / "metrics.jsonl") if r["kind"] == "train"] == [1, 2, 3, 4]
+
+
+def test_checkpoint_every_null_writes_none(tmp_path, gem_registry):
+    """A speed check (gem_train.gpu_smoke) writes no checkpoint, not even the last: at Qwen3-1.7B one is 22 GiB."""
+    out = tmp_path / "run"
+    train(smoke_config(out, "trainer.checkpoint_every=null", "trainer.eval_every=0", "trainer.sft.episodes=0"))
+    assert [r["iteration"] for r in read_metrics(out / "metrics.jsonl") if r["kind"] == "train"] == [1, 2]
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
+
+
 # PPO: the critic (saved in each checkpoint) must come back too, or the resumed iteration's advantages differ
 TRAIN_RESUME = ("trainer.eval_every=0", "trainer.checkpoint_every=1", "algo=ppo", "trainer.minibatches=2")
 

@@ -54,13 +54,39 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     tmp.rename(final)
     return final
 
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest complete checkpoint under ``output_dir``, or None."""
+def saves_at(iteration: int, every: int | None, last: int) -> bool:
+    """Whether ``iteration`` of a run of ``last`` iterations writes a checkpoint: every ``every``-th and the last
+    (``every`` 0: the last alone; None: none).
+
+    >>> [i for i in range(1, 8) if saves_at(i, 3, 7)], saves_at(7, 0, 7), saves_at(7, None, 7)
+    ([3, 6, 7], True, False)
+    """
+    return every is not None and ((every > 0 and iteration % every == 0) or iteration == last)
+
+
+def complete_checkpoints(output_dir: str | Path) -> list[Path]:
+    """The complete checkpoints under ``output_dir``, oldest first."""
     root = Path(output_dir) / "checkpoints"
     if not root.is_dir():
-        return None
-    done = sorted(p for p in root.glob(f"{PREFIX}*") if (p / "trainer_state.json").exists())
+        return []
+    return sorted(p for p in root.glob(f"{PREFIX}*") if (p / "trainer_state.json").exists())
+
+
+def latest_checkpoint(output_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``output_dir``, or None."""
+    done = complete_checkpoints(output_dir)
     return done[-1] if done else None
+
+
+def prune_checkpoints(output_dir: str | Path, keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` complete checkpoints, except iteration 0's (the warm start's model, which
+    the comparison's runs start from); the paths removed. Called after a checkpoint is complete, so a crash at any
+    point leaves the newest one whole."""
+    done = [p for p in complete_checkpoints(output_dir) if p.name != f"{PREFIX}{0:06d}"]
+    removed = done[:max(len(done) - keep, 0)]
+    for path in removed:
+        shutil.rmtree(path)
+    return removed
 
 def load_trainer_state(checkpoint: str | Path) -> dict[str, Any]:
     return json.loads((Path(checkpoint) / "trainer_state.json").read_text())

@@ -255,8 +255,13 @@ class TrainerConfig:
     eval_episodes: int = 64
     # sampling temperature of evaluation episodes (0: greedy)
     eval_temperature: float = 0.0
-    # save a checkpoint every N iterations (0: only at the end)
-    checkpoint_every: int = 0
+    # save a checkpoint every N iterations and at the end (0: only at the end; null: none, not even at the end, so
+    # the run cannot be resumed: a speed check's; a warm start's model, iteration 0, is still written)
+    checkpoint_every: int | None = 0
+    # keep the newest N checkpoints, removing older ones once a newer one is complete (the warm start's, iteration
+    # 0, stays: the comparison's runs start from it); null: keep every one. A checkpoint holds the float32 weights,
+    # AdamW's moments and the serving copy, about 22 GiB at Qwen3-1.7B (python -m gem_train.plan prints the size)
+    keep_checkpoints: int | None = None
     # how the learner is data-parallel under torchrun: ddp (every rank holds the whole model and optimizer) or
     # fsdp (FSDP2: each rank holds 1/world of the float32 weights, gradients and AdamW state; decoder layers are
     # gathered one at a time); no effect in one process
@@ -461,6 +466,10 @@ def validate(cfg: TrainConfig) -> None:
     _check(t.max_grad_norm is None or t.max_grad_norm > 0, "trainer.max_grad_norm",
            f"must be > 0, got {t.max_grad_norm}")
     _check(t.eval_every >= 0, "trainer.eval_every", f"must be >= 0, got {t.eval_every}")
+    _check(t.checkpoint_every is None or t.checkpoint_every >= 0, "trainer.checkpoint_every",
+           f"must be >= 0 (0: only at the end) or null (never), got {t.checkpoint_every}")
+    _check(t.keep_checkpoints is None or t.keep_checkpoints >= 1, "trainer.keep_checkpoints",
+           f"must be >= 1 or null (keep every one), got {t.keep_checkpoints}")
     _check(t.eval_episodes >= 1 or t.eval_every == 0, "trainer.eval_episodes", f"must be >= 1, got {t.eval_episodes}")
     _check(t.eval_temperature >= 0, "trainer.eval_temperature", f"must be >= 0, got {t.eval_temperature}")
     _check(t.device in ("auto", "cpu", "cuda") or t.device.startswith("cuda:"), "trainer.device",

@@ -106,7 +106,7 @@ def overrides(size: str, iterations: int, device: str, out: str, extra: Sequence
         raise SystemExit(f"gem_train.gpu_smoke: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     return ["experiment=baselines/guess_the_number", "scale=paper_sim", f"rollout={engine}",
             f"trainer.iterations={iterations}", f"trainer.device={device}", "trainer.eval_every=0",
-            "trainer.checkpoint_every=0", "trainer.threads=null", f"experiment.output_dir={out}",
+            "trainer.checkpoint_every=null", "trainer.threads=null", f"experiment.output_dir={out}",
             "trainer.resume=false", *SIZES[size], *(HF_SIZES[size] if engine.startswith("hf") else []), *extra]
 
 

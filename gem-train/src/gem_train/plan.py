@@ -234,6 +234,32 @@ def memory_fields(cfg: Any, phase: str) -> list[str]:
     return [*fields, "a GPU with more memory"]
 
 
+def _disk(size: int) -> str:
+    return f"{size / GiB:.1f} GiB" if size >= GiB else f"{size / (1 << 20):.1f} MiB"
+
+
+def checkpoint_line(cfg: Any, shape: Shape) -> str:
+    """What the run's checkpoints take on disk: one's size (the float32 weights, AdamW's moments, the serving copy in
+    the compute dtype; the tokenizer and a PPO critic besides), how many the run writes and how many it keeps."""
+    from gem_train.checkpoint import saves_at
+
+    t, p, compute = cfg.trainer, shape.parameters, _BYTES[cfg.model.dtype]
+    serving = compute * p if t.serving_copy and compute != 4 else 0
+    size = 12 * p + serving
+    written = sum(saves_at(i, t.checkpoint_every, t.iterations) for i in range(1, t.iterations + 1))
+    kept = min(written, t.keep_checkpoints) if t.keep_checkpoints is not None else written
+    # the warm start's model (iteration 0): float32 weights alone, never removed
+    warm = 4 * p if t.sft.episodes > 0 else 0
+    if not written and not warm:
+        return "checkpoints on disk: none" + (" (trainer.checkpoint_every=null)" if t.checkpoint_every is None else "")
+    parts = "float32 weights, AdamW moments" + (f", {cfg.model.dtype} serving copy" if serving else "")
+    return (f"checkpoints on disk: {_disk(size)} each ({parts}), {written} in {t.iterations} iterations, "
+            f"{'the newest ' if kept < written else ''}{kept} kept: {_disk(kept * size + warm)}"
+            + (" with the warm start's" if warm else "")
+            + (f", {_disk((kept + 1) * size + warm)} while the next is written" if kept < written else "")
+            + (" (trainer.keep_checkpoints bounds it)" if t.keep_checkpoints is None and written > 2 else ""))
+
+
 def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
     """The plan as text, and whether it fits."""
     rows, fixes = plan(cfg, gpu_memory, gpus)
@@ -251,6 +277,7 @@ def report(cfg: Any, gpu_memory: int, gpus: int = 1) -> tuple[str, bool]:
     lines.append(f"a step: about {turns} turns of up to {r.max_tokens} response tokens "
                  f"({turns * r.max_tokens} response tokens; prompts up to {cfg.model.max_model_len} tokens each), "
                  f"{-(-turns // gpus)} turns per GPU")
+    lines.append(checkpoint_line(cfg, shape))
     fits = not fixes
     lines.append("fits" if fits else "does not fit; change: " + "; ".join(fixes))
     return "\n".join(lines), fits

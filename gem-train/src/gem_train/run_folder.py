@@ -30,8 +30,8 @@ from gem_train.config import ConfigError, TrainConfig
 #: fields (or whole sections) that a resumed run may change; the rest must match the checkpoint's config
 RESUMABLE = (
     "trainer.iterations", "trainer.eval_every", "trainer.eval_episodes", "trainer.eval_temperature",
-    "trainer.checkpoint_every", "trainer.serving_copy", "trainer.resume", "trainer.device", "trainer.threads",
-    "trainer.tensorboard",
+    "trainer.checkpoint_every", "trainer.keep_checkpoints", "trainer.serving_copy", "trainer.resume",
+    "trainer.device", "trainer.threads", "trainer.tensorboard",
     "trainer.wandb", "trainer.wandb_project", "trainer.distributed.backend", "trainer.distributed.timeout_minutes",
     "env.eval_ids", "model.hub_name", "rollout.concurrency", "rollout.batch_wait_ms", "rollout.vllm",
     "rollout.step_timeout", "rollout.episode_timeout", "rollout.processes", "experiment",

@@ -32,7 +32,15 @@ import torch
 from gem.fingerprint import safe_fingerprint
 from gem_train import distributed
 from gem_train.algos import Algorithm, Batch, make_algorithm
-from gem_train.checkpoint import SERVE, latest_checkpoint, load_optimizer, load_trainer_state, save_checkpoint
+from gem_train.checkpoint import (
+    SERVE,
+    latest_checkpoint,
+    load_optimizer,
+    load_trainer_state,
+    prune_checkpoints,
+    save_checkpoint,
+    saves_at,
+)
 from gem_train.config import VLLM_ENGINES, ConfigError, TrainConfig, carries_over, check_model_path, validate
 from gem_train.curves import curve_summary, write_curves, written
 from gem_train.demonstrations import demonstrations, demonstrator_factory
@@ -647,11 +655,10 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
             if main and t.eval_every > 0 and (iteration % t.eval_every == 0 or iteration == t.iterations):
                 phase.at("evaluation")
                 summary["last_eval"] = _evaluate(run, engine, iteration)
-            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
+            if saves_at(iteration, t.checkpoint_every, t.iterations):
                 if carries_over(cfg):  # a resumed run's stream starts after every rank's started groups
                     run.record["stream_next_group"] = max(distributed.all_gather(
                         stream.next_group if stream is not None else 0))
-            if (t.checkpoint_every > 0 and iteration % t.checkpoint_every == 0) or iteration == t.iterations:
                 phase.at("checkpoint")
                 # sharded, the float32 weights and the optimizer are gathered first, by every rank
                 # (into host memory, as the optimizer's state: a whole float32 copy need not fit beside the sampler)
@@ -661,6 +668,8 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
                     save_checkpoint(run.out, iteration, run.model, run.tokenizer, gathered[1] or learner.optimizer,
                                     run.record, serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
                                     critic=learner.critic, weights=gathered[0])
+                    if t.keep_checkpoints is not None:
+                        prune_checkpoints(run.out, t.keep_checkpoints)
     finally:
         if stream is not None:
             stream.close()
