@@ -9,7 +9,8 @@ GPU, what the learner keeps (float32 master weights, their gradients, AdamW's tw
 compute dtype), the activations of one micro-batch at the token budget (every layer's, or with gradient checkpointing
 the layer boundaries and one layer being recomputed), the full-vocabulary log-probs that exist at once, and what the
 sampler holds (vLLM's ``gpu_memory_utilization`` share; the HF engine's weights and KV cache); then the step's token
-counts. vLLM sleeps during the update on a GPU, so the peak is the largest of three phases: the update (every
+counts and what the checkpoints take on disk (each, and all that ``trainer.keep_checkpoints`` keeps). vLLM sleeps
+during the update on a GPU, so the peak is the largest of three phases: the update (every
 learner row), generation (the learner's weights and moments beside vLLM's share) and the weight sync (the same
 with vLLM's weights woken but not yet its KV cache, and the one tensor in flight, or sharded the gathered copy).
 Exits 1, naming the fields to change, when the peak does not fit ``gpu_memory``. ``gem-train`` runs the same check
