@@ -128,6 +128,7 @@ def test_the_paper_mode_gives_each_baseline_its_own_model(tmp_path):
         (models / name / "config.json").write_text("{}")
     sudoku, qa = plan(cfg)
     assert "scale=paper" in sudoku.args and f"model.path={models / 'Qwen3-1.7B-Base'}" in sudoku.args
+    assert "trainer.keep_checkpoints=1" in sudoku.args  # a job needs its last checkpoint alone
     assert f"model.path={models / 'Qwen3-4B-Base'}" in qa.args
 
 

@@ -178,6 +178,8 @@ def test_the_paper_mode_gives_each_preset_its_own_model_and_no_warm_start(tmp_pa
     assert warm == [] and len(runs) == 4
     for job in runs:
         assert "scale=paper" in job.args and "trainer.sft.episodes=0" in job.args
+        # a job needs its last checkpoint alone (at 1.7B each is 22.4 GiB); the user's overrides come after
+        assert job.args.index("trainer.keep_checkpoints=1") < job.args.index("experiment.console=false")
         folder = small if job.experiment.startswith("compare_") else large
         assert f"model.path={folder}" in job.args
     own = _model_folder(tmp_path / "mine", "Qwen3-4B-Base")  # a preset's own folder, over models=
