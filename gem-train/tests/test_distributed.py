@@ -312,6 +312,39 @@ def test_a_resumed_fsdp_run_repeats_an_uninterrupted_one(tmp_path):
     assert all(v["exp_avg"].dtype == torch.float32 for v in state["state"].values())
 
 
+def test_only_rank0_keeps_the_weights_gathered_for_a_checkpoint():
+    """Every rank takes part in each gather of a sharded checkpoint (collectives), but only rank 0 keeps what it
+    gathers, in host memory; another rank lets each weight go on its device. A stand-in for the sharded learner,
+    which records what was asked of it; the gathers themselves run in the two-rank FSDP tests above."""
+    from gem_train.trainer import _gather_for_checkpoint
+
+    class Sharded:
+        sharded = True
+
+        def __init__(self) -> None:
+            self.taken, self.devices = 0, []
+
+        def iter_weights(self, dtype=None, device=None):
+            self.devices.append(device)
+            for name in ("embed", "norm"):
+                self.taken += 1
+                yield name, torch.ones(2)
+
+        def optimizer_state(self):
+            return {"state": {"embed": {}}}
+
+    rank0, rank1 = Sharded(), Sharded()
+    weights, state = _gather_for_checkpoint(rank0, main=True)
+    assert list(weights) == ["embed", "norm"] and rank0.devices == ["cpu"] and state == {"state": {"embed": {}}}
+    weights, _ = _gather_for_checkpoint(rank1, main=False)
+    assert weights is None and rank1.taken == 2 and rank1.devices == [None]
+
+    class Whole:
+        sharded = False
+
+    assert _gather_for_checkpoint(Whole(), main=True) == (None, None)
+
+
 def test_a_resumed_torchrun_run_repeats_an_uninterrupted_one(tmp_path):
     """Two ranks, PPO (the critic is checkpointed too): three iterations in one go, and two then a resumed third."""
     whole, split = _whole_and_resumed(tmp_path, "algo=ppo")

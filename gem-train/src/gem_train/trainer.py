@@ -556,6 +556,18 @@ def _finished(cfg: TrainConfig, checkpoint: Path) -> dict[str, Any]:
     return summary
 
 
+def _gather_for_checkpoint(learner: Learner, main: bool) -> tuple[dict[str, torch.Tensor] | None, Any]:
+    """Sharded (fsdp): the float32 weights and the optimizer's state, gathered whole for rank 0's checkpoint, into
+    host memory (a whole float32 copy need not fit on the GPU beside the sampler). Every rank takes part in each
+    gather, but only rank 0 keeps what it gathers: another rank lets each weight go as it comes, on its device, so
+    a node holds one host copy, not one per rank (at 4B on eight GPUs, 16 GiB instead of 128). Unsharded: nothing
+    to gather, (None, None)."""
+    if not learner.sharded:
+        return None, None
+    weights = {name: tensor for name, tensor in learner.iter_weights(device="cpu" if main else None) if main}
+    return (weights if main else None), learner.optimizer_state()
+
+
 def _sync(learner: Learner, engine: Engine | None, dtype: torch.dtype) -> None:
     """The updated weights into the sampler. The engine wakes its weights first (vLLM on a GPU takes back their
     memory), the weights stream in one tensor at a time in its dtype, then its KV cache wakes: the sync holds the
@@ -660,10 +672,7 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
                     run.record["stream_next_group"] = max(distributed.all_gather(
                         stream.next_group if stream is not None else 0))
                 phase.at("checkpoint")
-                # sharded, the float32 weights and the optimizer are gathered first, by every rank
-                # (into host memory, as the optimizer's state: a whole float32 copy need not fit beside the sampler)
-                gathered = ((learner.state_dict(device="cpu"), learner.optimizer_state()) if learner.sharded
-                            else (None, None))
+                gathered = _gather_for_checkpoint(learner, main)
                 if main:
                     save_checkpoint(run.out, iteration, run.model, run.tokenizer, gathered[1] or learner.optimizer,
                                     run.record, serve_dtype=DTYPES[cfg.model.dtype] if t.serving_copy else None,
