@@ -2,7 +2,8 @@
 
 ``<output_dir>/checkpoints/iter_000010/`` holds ``config.json``, the weights, the
 tokenizer, ``optimizer.pt``, ``trainer_state.json`` and, for PPO, ``critic.pt``; any HF
-tool loads the folder.
+tool loads the folder. ``trainer.keep_checkpoints`` keeps the newest few (:func:`prune_checkpoints`);
+``trainer.checkpoint_every`` says which iterations write one (:func:`saves_at`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 PREFIX = "iter_"
 #: the checkpoint's subfolder with the model in the compute dtype, for serving
 SERVE = "serve"
+
 
 def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenizer: Any, optimizer: Any | None,
                     state: dict[str, Any], critic: Any | None = None, serve_dtype: torch.dtype | None = None,
@@ -54,6 +56,7 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     tmp.rename(final)
     return final
 
+
 def saves_at(iteration: int, every: int | None, last: int) -> bool:
     """Whether ``iteration`` of a run of ``last`` iterations writes a checkpoint: every ``every``-th and the last
     (``every`` 0: the last alone; None: none).
@@ -88,8 +91,10 @@ def prune_checkpoints(output_dir: str | Path, keep: int) -> list[Path]:
         shutil.rmtree(path)
     return removed
 
+
 def load_trainer_state(checkpoint: str | Path) -> dict[str, Any]:
     return json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+
 
 def load_optimizer(checkpoint: str | Path, optimizer: Any) -> None:
     """Restore the optimiser saved with the checkpoint (the one after SFT has none: RL starts afresh); a
