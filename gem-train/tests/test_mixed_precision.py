@@ -31,8 +31,11 @@ def test_one_bf16_update_at_lr_1e_6_moves_every_matrix_and_norm_of_the_fp32_mast
         assert moved >= 0.99, f"{name}: only {moved:.2%} of its elements moved"
     assert all(s.dtype == torch.float32 for state in learner.optimizer.state.values() for s in state.values()
                if torch.is_tensor(s) and s.is_floating_point())
-    # the sampler gets bf16 weights; the checkpoint keeps the float32 masters
-    assert {v.dtype for v in learner.state_dict(torch.bfloat16).values()} == {torch.bfloat16}
+    # the sampler gets bf16 weights, the tied head once, as the embedding; the checkpoint keeps the float32 masters
+    synced = learner.state_dict(torch.bfloat16)
+    assert {v.dtype for v in synced.values()} == {torch.bfloat16}
+    assert learner.tied == {"lm_head.weight"}
+    assert "lm_head.weight" not in synced and "model.embed_tokens.weight" in synced
     path = save_checkpoint(tmp_path, 1, model, tok, learner.optimizer, {}, serve_dtype=torch.bfloat16)
     reloaded, _ = load_policy(path, "float32")
     for name, p in reloaded.named_parameters():
@@ -41,13 +44,16 @@ def test_one_bf16_update_at_lr_1e_6_moves_every_matrix_and_norm_of_the_fp32_mast
     from safetensors import safe_open
 
     served = next((path / "serve").glob("*.safetensors"))
-    with safe_open(str(served), "pt") as f:
+    with safe_open(str(served), "pt") as f, safe_open(str(next(path.glob("*.safetensors"))), "pt") as masters:
         assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.bfloat16}
+        # the tied head is not written twice (it was: the embedding again, Qwen3-1.7B's largest tensor)
+        assert set(f.keys()) == set(masters.keys()) and "lm_head.weight" not in f.keys()
         for k in f.keys():
             assert torch.equal(f.get_tensor(k), model.state_dict()[k].detach().to(torch.bfloat16)), k
     assert served.stat().st_size < 0.6 * next(path.glob("*.safetensors")).stat().st_size
     serve_model, _ = load_policy(path / "serve", "bfloat16")  # an ordinary HF folder, tokenizer included
     assert serve_model.dtype == torch.bfloat16
+    assert torch.equal(serve_model.lm_head.weight, model.model.embed_tokens.weight.detach().to(torch.bfloat16))
 
 
 def test_the_learner_refuses_low_precision_parameters(tiny_model_path):
@@ -79,7 +85,8 @@ def test_the_sync_wakes_the_samplers_weights_streams_them_in_its_dtype_then_wake
 
     _sync(learner, Sampler(), torch.bfloat16)
     assert events[0] == ("wake", ("weights",)) and events[-1] == ("wake", ())
-    assert set(events[1:-1]) == {torch.bfloat16} and len(events) - 2 == len(model.state_dict())
+    # every weight once: the tied head is the embedding
+    assert set(events[1:-1]) == {torch.bfloat16} and len(events) - 2 == len(model.state_dict()) - 1
 
 
 def test_vllm_wakes_after_torch_gives_back_the_updates_cached_blocks(monkeypatch):

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from gem_train.model import tied_names
+
 PREFIX = "iter_"
 #: the checkpoint's subfolder with the model in the compute dtype, for serving
 SERVE = "serve"
@@ -39,8 +41,10 @@ def save_checkpoint(output_dir: str | Path, iteration: int, model: Any, tokenize
     tokenizer.save_pretrained(tmp)
     if serve_dtype is not None and serve_dtype != torch.float32:
         # made in host memory: on a GPU a whole copy beside the learner and the woken sampler may not fit
+        # a tied weight once (the loader ties the head to the embedding; two copies would add the largest tensor)
+        tied = tied_names(model)
         served = {k: v.detach().to("cpu", serve_dtype) if v.is_floating_point() else v.detach().cpu()
-                  for k, v in (weights if weights is not None else model.state_dict()).items()}
+                  for k, v in (weights if weights is not None else model.state_dict()).items() if k not in tied}
         model.save_pretrained(tmp / SERVE, state_dict=served)
         tokenizer.save_pretrained(tmp / SERVE)
         config = json.loads((tmp / SERVE / "config.json").read_text())

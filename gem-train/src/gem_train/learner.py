@@ -27,7 +27,7 @@ from gem_train.algorithms.losses import loss_normaliser, policy_loss_sum
 from gem_train.algorithms.ppo import value_loss_sum
 from gem_train.config import AlgoConfig, TrainerConfig
 from gem_train.critic import ActorCritic, Critic
-from gem_train.model import DTYPES
+from gem_train.model import DTYPES, tied_names
 from gem_train.rollout import TurnSample
 
 
@@ -131,6 +131,9 @@ class Learner:
         self.net: torch.nn.Module = (distributed.fully_sharded(model, self.module) if self.sharded
                                      else distributed.data_parallel(self.module))
         self.parallel = self.sharded or self.net is not self.module
+        #: weights held under two names (a tied output head), read after sharding, which keeps ties it can: the
+        #: sampler and the checkpoint take each such weight once, under its first name
+        self.tied = tied_names(model)
         lr = lr if lr is not None else trainer.lr
         groups = [{"params": list(model.parameters()), "lr": lr}]
         if critic is not None:
@@ -332,8 +335,11 @@ class Learner:
         else the float32 masters, and on ``device`` when given (``cpu`` for a checkpoint); each cast as it is taken,
         so one tensor's copy exists at once, not the whole model's beside the woken sampler. Sharded (fsdp), each
         weight is gathered whole in turn on every rank: a collective, so every rank takes all of them, in order, on
-        its main thread."""
+        its main thread. A tied weight comes once, under its first name (the embedding: the engines and a
+        checkpoint's loader tie the head to it), so the largest tensor is not gathered, cast and sent twice."""
         for k, v in self.model.state_dict().items():
+            if k in self.tied:
+                continue
             v = distributed.full_tensor(v.detach())
             if device is not None:
                 v = v.to(device)

@@ -113,6 +113,24 @@ def load_policy(path: str | Path, dtype: str = "float32", device: str = "cpu") -
     return model, tok
 
 
+def tied_names(model: Any) -> frozenset[str]:
+    """The names under which ``model`` holds a parameter it also holds under an earlier name (tied weights: an
+    output head that is the input embedding, as Qwen3-1.7B's): what a copy of its weights need not take twice.
+
+    >>> tied = torch.nn.ModuleDict({"embed": torch.nn.Embedding(4, 2), "head": torch.nn.Linear(2, 4, bias=False)})
+    >>> tied["head"].weight = tied["embed"].weight
+    >>> sorted(tied_names(tied))
+    ['head.weight']
+    """
+    seen: set[int] = set()
+    tied = set()
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if id(parameter) in seen:
+            tied.add(name)
+        seen.add(id(parameter))
+    return frozenset(tied)
+
+
 def resolve_device(device: str) -> str:
     """``auto`` -> ``cuda`` when available, else ``cpu``."""
     if device == "auto":

@@ -49,7 +49,7 @@ from gem_train.engines.base import sleep, wake
 from gem_train.envs import check_env_ids, env_factory, templated
 from gem_train.learner import Learner
 from gem_train.metrics_log import MetricsLog, open_wandb, read_metrics, require_wandb, show
-from gem_train.model import DTYPES, build_tiny_model, load_policy, resolve_device
+from gem_train.model import DTYPES, build_tiny_model, load_policy, resolve_device, tied_names
 from gem_train.rollout import (
     PROMPT_TOO_LONG,
     EnginePolicy,
@@ -622,8 +622,9 @@ def _train(cfg: TrainConfig, checkpoint: Path | None, phase: _Phase) -> dict[str
     try:
         if engine is not None and run.checkpoint is None and t.sft.episodes > 0:
             # the engine started from the pre-SFT folder; it holds its weights in the compute dtype
+            tied = tied_names(run.model)
             engine.load_weights({k: v.detach().to(DTYPES[cfg.model.dtype]) if v.is_floating_point() else v
-                                 for k, v in run.model.state_dict().items()})
+                                 for k, v in run.model.state_dict().items() if k not in tied})
         algorithm = run.algorithm()
         learner = run.learner(algorithm=algorithm)
         algorithm.bind(learner)
