@@ -151,6 +151,24 @@ def test_the_vector_backend_and_both_runners_run_the_one_worker_and_its_one_reru
     assert {name for name, _ in seen.started} == {"gem-runner"}
 
 
+def _wait_dead(handle, timeout: float = 60.0) -> None:
+    """Until the actor answers no call: ``ray.kill`` returns before the kill lands, and a step sent before it
+    lands is answered by the old actor (under load, in one CI run: no rerun, and the test below failed)."""
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(handle.ready.remote(), timeout=5)
+        except RayActorError:
+            return
+        except GetTimeoutError:
+            continue
+        time.sleep(0.05)
+    raise AssertionError(f"a Ray actor killed {timeout:.0f} s ago still answers")
+
+
 def test_a_ray_actor_that_dies_is_replaced_through_the_same_rerun(count_registry, seen, ray_address):  # noqa: F811
     import ray
 
@@ -158,5 +176,6 @@ def test_a_ray_actor_that_dies_is_replaced_through_the_same_rerun(count_registry
                       on_error="reset", seed=1) as envs:
         envs.reset()
         ray.kill(envs._actors[0].handle, no_restart=True)  # between calls: no call is to blame
+        _wait_dead(envs._actors[0].handle)
         _bounded(lambda: envs.step(["\\boxed{5}", "\\boxed{5}"]))
         assert seen.reruns == ["Ray actor"]
